@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+/* Completion queues and completion events. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx/progress.h"
+#include "engine_int.h"
+
+int u4v_create_cq(struct u4v_ctx *ctx, int cqe, struct u4v_cq **out)
+{
+	struct u4v_cq *cq;
+
+	if (cqe < 1 || (uint32_t)cqe > U4V_MAX_CQE)
+		return EINVAL;
+	pthread_mutex_lock(&ctx->obj_lock);
+	if (ctx->ncq >= U4V_MAX_CQ) {
+		pthread_mutex_unlock(&ctx->obj_lock);
+		return ENOMEM;
+	}
+	ctx->ncq++;
+	pthread_mutex_unlock(&ctx->obj_lock);
+	cq = calloc(1, sizeof(*cq));
+	if (cq)
+		cq->ring = calloc((size_t)cqe, sizeof(*cq->ring));
+	if (!cq || !cq->ring) {
+		free(cq);
+		pthread_mutex_lock(&ctx->obj_lock);
+		ctx->ncq--;
+		pthread_mutex_unlock(&ctx->obj_lock);
+		return ENOMEM;
+	}
+	cq->ctx = ctx;
+	cq->size = (uint32_t)cqe;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	*out = cq;
+	return 0;
+}
+
+int u4v_destroy_cq(struct u4v_cq *cq)
+{
+	struct u4v_ctx *ctx = cq->ctx;
+
+	if (atomic_load(&cq->refs))
+		return EBUSY;
+	pthread_mutex_lock(&ctx->obj_lock);
+	ctx->ncq--;
+	pthread_mutex_unlock(&ctx->obj_lock);
+	pthread_spin_destroy(&cq->lock);
+	free(cq->ring);
+	free(cq);
+	return 0;
+}
+
+int u4v_cq_depth(struct u4v_cq *cq)
+{
+	return (int)cq->size;
+}
+
+int u4v_resize_cq(struct u4v_cq *cq, int cqe)
+{
+	struct ibv_wc *ring;
+	uint32_t i;
+
+	if (cqe < 1 || (uint32_t)cqe > U4V_MAX_CQE)
+		return EINVAL;
+	ring = calloc((size_t)cqe, sizeof(*ring));
+	if (!ring)
+		return ENOMEM;
+	pthread_spin_lock(&cq->lock);
+	if ((uint32_t)cqe < cq->count) {
+		pthread_spin_unlock(&cq->lock);
+		free(ring);
+		return EINVAL;
+	}
+	for (i = 0; i < cq->count; i++)
+		ring[i] = cq->ring[(cq->head + i) % cq->size];
+	free(cq->ring);
+	cq->ring = ring;
+	cq->size = (uint32_t)cqe;
+	cq->head = 0;
+	pthread_spin_unlock(&cq->lock);
+	return 0;
+}
+
+bool u4v_cq_push(struct u4v_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	u4v_cq_event_fn fn = NULL;
+	bool first_overflow = false, ok = true;
+	void *arg = NULL;
+
+	pthread_spin_lock(&cq->lock);
+	if (cq->count == cq->size) {
+		first_overflow = !cq->overflowed;
+		cq->overflowed = true;
+		ok = false;
+	} else {
+		cq->ring[(cq->head + cq->count) % cq->size] = *wc;
+		cq->count++;
+	}
+	/* an error completion also ends a solicited-only wait */
+	if (cq->armed == 1 || (cq->armed == 2 && (solicited || !ok ||
+						  wc->status))) {
+		cq->armed = 0;
+		fn = cq->event_fn;
+		arg = cq->event_arg;
+	}
+	pthread_spin_unlock(&cq->lock);
+	if (fn)
+		fn(cq, arg);
+	if (first_overflow)
+		u4v_async_event(cq->ctx, cq->handle, IBV_EVENT_CQ_ERR);
+	return ok;
+}
+
+int u4v_poll_cq(struct u4v_cq *cq, int n, struct ibv_wc *wc)
+{
+	int got = 0;
+
+	if (n < 0)
+		return -EINVAL;
+	u4v_progress_app_poll(cq->ctx);
+	if (!__atomic_load_n(&cq->count, __ATOMIC_RELAXED))
+		u4v_ctx_progress(cq->ctx);
+	pthread_spin_lock(&cq->lock);
+	while (got < n && cq->count) {
+		wc[got++] = cq->ring[cq->head];
+		cq->head = (cq->head + 1) % cq->size;
+		cq->count--;
+	}
+	pthread_spin_unlock(&cq->lock);
+	return got;
+}
+
+int u4v_req_notify_cq(struct u4v_cq *cq, int solicited_only)
+{
+	pthread_spin_lock(&cq->lock);
+	cq->armed = solicited_only ? 2 : 1;
+	pthread_spin_unlock(&cq->lock);
+	return 0;
+}
+
+void u4v_cq_set_event_fn(struct u4v_cq *cq, u4v_cq_event_fn fn, void *arg)
+{
+	pthread_spin_lock(&cq->lock);
+	cq->event_fn = fn;
+	cq->event_arg = arg;
+	pthread_spin_unlock(&cq->lock);
+}
+
+void u4v_cq_set_handle(struct u4v_cq *cq, uint64_t handle)
+{
+	cq->handle = handle;
+}

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Progress: take frames off every channel, dispatch them to their QPs, send
+ * coalesced ACKs, push QPs that waited for TX space, run retransmit timers.
+ *
+ * A passive target (perftest's ib_write_bw server never calls verbs) is
+ * served by a per-context thread that sleeps on the link and also wakes on a
+ * timer, so that frames completed without a wakeup are still found. While the
+ * application itself polls, the thread only naps: it neither competes for
+ * frames nor makes senders pay for wake-ups.
+ */
+#include <errno.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "ctx/progress.h"
+#include "engine_int.h"
+#include "wire/opcode.h"
+
+#define APP_POLL_RECENT_NS 500000ull  /* the app polled within 0.5 ms */
+#define THREAD_NAP_NS 1000000ull      /* while the app polls */
+#define THREAD_POLL_NS 2000000ull     /* timer poll for stranded frames */
+#define TIMER_SCAN_NS 50000ull	      /* how often retransmit timers run */
+
+void u4v_progress_app_poll(struct u4v_ctx *ctx)
+{
+	atomic_store_explicit(&ctx->app_poll_ns, u4v_now(),
+			      memory_order_relaxed);
+}
+
+static struct u4v_qp *lookup_qp(struct u4v_ctx *ctx, uint32_t qpn)
+{
+	uint32_t idx = qpn & U4V_QPN_IDX_MASK;
+
+	if (u4v_qpn_ctx(qpn) != ctx->ctx_id || idx >= ctx->nqps_slots)
+		return NULL;
+	return ctx->qps[idx];
+}
+
+struct rx_batch {
+	struct u4v_qp *touched[U4V_RX_BUDGET];
+	uint32_t ntouched;
+};
+
+static void rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
+		     const struct u4l_rx_frame *f, struct rx_batch *batch)
+{
+	const struct u4w_opinfo *info;
+	struct u4w_hdr h;
+	struct u4v_qp *qp;
+	const uint8_t *payload;
+
+	if (f->flags & U4L_RX_NOWAKE)
+		__atomic_fetch_add(&ctx->cnt->stranded_rescues, 1,
+				   __ATOMIC_RELAXED);
+	if (f->flags & U4L_RX_CRC_ERR) {
+		__atomic_fetch_add(&ctx->cnt->crc_discards, 1,
+				   __ATOMIC_RELAXED);
+		return;
+	}
+	if (u4w_decode(f->buf, f->len, &h)) {
+		__atomic_fetch_add(&ctx->cnt->bad_frames, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	qp = lookup_qp(ctx, h.dst_qpn);
+	info = u4w_opinfo(h.opcode);
+	if (!qp || U4W_TRANSPORT(h.opcode) != u4w_qpt_transport(qp->type)) {
+		__atomic_fetch_add(&ctx->cnt->bad_frames, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	payload = (const uint8_t *)f->buf + u4w_hdr_len(h.opcode);
+	pthread_mutex_lock(&qp->lock);
+	if (qp->type == IBV_QPT_UD) {
+		u4v_ud_frame(qp, &h, payload);
+	} else if (qp->peer != peer || h.src_qpn != qp->dest_qpn) {
+		/* not from the QP this one is connected to */
+		__atomic_fetch_add(&ctx->cnt->bad_frames, 1, __ATOMIC_RELAXED);
+	} else if (info->flags & U4W_OPF_REQUEST) {
+		u4v_resp_frame(qp, peer, &h, payload, f->buf, f->len);
+		if (qp->ack_pending && !qp->in_batch &&
+		    batch->ntouched < U4V_RX_BUDGET) {
+			qp->in_batch = true;
+			batch->touched[batch->ntouched++] = qp;
+		}
+	} else {
+		u4v_comp_frame(qp, &h, payload, f->buf, f->len);
+	}
+	pthread_mutex_unlock(&qp->lock);
+}
+
+static unsigned int rx_channel(struct u4v_ctx *ctx, struct u4v_peer *peer)
+{
+	struct rx_batch batch;
+	struct u4l_rx_frame f;
+	unsigned int n = 0;
+	uint32_t i;
+
+	batch.ntouched = 0;
+	while (n < U4V_RX_BUDGET && ctx->ops->rx_peek(peer->chan, &f) == 1) {
+		rx_frame(ctx, peer, &f, &batch);
+		ctx->ops->rx_release(peer->chan);
+		n++;
+	}
+	/* one ACK per QP per batch: coalescing */
+	for (i = 0; i < batch.ntouched; i++) {
+		struct u4v_qp *qp = batch.touched[i];
+
+		pthread_mutex_lock(&qp->lock);
+		qp->in_batch = false;
+		u4v_resp_flush_ack(qp);
+		pthread_mutex_unlock(&qp->lock);
+	}
+	return n;
+}
+
+static void push_pending(struct u4v_peer *peer)
+{
+	struct u4v_qp *list, *qp, *next;
+
+	pthread_spin_lock(&peer->tx_lock);
+	list = peer->pending_head;
+	peer->pending_head = peer->pending_tail = NULL;
+	for (qp = list; qp; qp = qp->pending_next)
+		qp->on_pending = false;
+	pthread_spin_unlock(&peer->tx_lock);
+	for (qp = list; qp; qp = next) {
+		next = qp->pending_next;
+		pthread_mutex_lock(&qp->lock);
+		u4v_qp_tx(qp);
+		pthread_mutex_unlock(&qp->lock);
+	}
+}
+
+static void run_timers(struct u4v_ctx *ctx, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	uint32_t i;
+
+	for (i = 0; i < ctx->nqps_slots; i++) {
+		struct u4v_qp *qp = ctx->qps[i];
+
+		if (!qp)
+			continue;
+		pthread_mutex_lock(&qp->lock);
+		u4v_req_timer(qp, now);
+		if (qp->retry_deadline && qp->retry_deadline < next)
+			next = qp->retry_deadline;
+		if (qp->rnr_deadline && qp->rnr_deadline < next)
+			next = qp->rnr_deadline;
+		pthread_mutex_unlock(&qp->lock);
+	}
+	ctx->next_timer_ns = next;
+}
+
+/* One pass; returns the number of frames taken. Caller holds progress_lock. */
+static unsigned int progress_locked(struct u4v_ctx *ctx)
+{
+	struct u4l_chan *chan;
+	unsigned int frames = 0;
+	uint64_t now;
+	uint32_t i;
+
+	while ((chan = ctx->ops->chan_accept(ctx->link))) {
+		uint32_t remote = ctx->ops->chan_remote(chan);
+
+		if (remote < U4L_MAX_CTX && !ctx->peers[remote].chan)
+			__atomic_store_n(&ctx->peers[remote].chan, chan,
+					 __ATOMIC_RELEASE);
+	}
+	for (i = 0; i < U4L_MAX_CTX; i++) {
+		struct u4v_peer *peer = &ctx->peers[i];
+
+		if (!__atomic_load_n(&peer->chan, __ATOMIC_ACQUIRE))
+			continue;
+		frames += rx_channel(ctx, peer);
+		if (peer->pending_head)
+			push_pending(peer);
+	}
+	now = u4v_now();
+	if (now - ctx->last_timer_scan >= TIMER_SCAN_NS ||
+	    now >= ctx->next_timer_ns) {
+		ctx->last_timer_scan = now;
+		run_timers(ctx, now);
+	}
+	return frames;
+}
+
+void u4v_ctx_progress(struct u4v_ctx *ctx)
+{
+	if (pthread_mutex_trylock(&ctx->progress_lock))
+		return;
+	progress_locked(ctx);
+	pthread_mutex_unlock(&ctx->progress_lock);
+}
+
+static void nap(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ull),
+			       (long)(ns % 1000000000ull) };
+
+	nanosleep(&ts, NULL);
+}
+
+static void *progress_thread(void *arg)
+{
+	struct u4v_ctx *ctx = arg;
+
+	/* timed waits should end on time, not 50 us late */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	while (!atomic_load(&ctx->stop)) {
+		uint64_t now = u4v_now(), deadline;
+		uint64_t app = atomic_load_explicit(&ctx->app_poll_ns,
+						    memory_order_relaxed);
+		unsigned int frames = 0;
+
+		if (now - app < APP_POLL_RECENT_NS) {
+			nap(THREAD_NAP_NS);
+			continue;
+		}
+		if (!pthread_mutex_trylock(&ctx->progress_lock)) {
+			frames = progress_locked(ctx);
+			pthread_mutex_unlock(&ctx->progress_lock);
+		}
+		if (frames)
+			continue; /* more may be waiting */
+		deadline = now + THREAD_POLL_NS;
+		if (ctx->next_timer_ns < deadline)
+			deadline = ctx->next_timer_ns;
+		ctx->ops->wait(ctx->link, deadline);
+	}
+	return NULL;
+}
+
+int u4v_progress_start(struct u4v_ctx *ctx)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&ctx->obj_lock);
+	if (!ctx->thread_running && !ctx->thread_disabled) {
+		atomic_store(&ctx->stop, false);
+		ret = pthread_create(&ctx->thread, NULL, progress_thread, ctx);
+		if (!ret)
+			ctx->thread_running = true;
+	}
+	pthread_mutex_unlock(&ctx->obj_lock);
+	return ret;
+}
+
+void u4v_progress_stop(struct u4v_ctx *ctx)
+{
+	if (!ctx->thread_running)
+		return;
+	atomic_store(&ctx->stop, true);
+	ctx->ops->kick(ctx->link);
+	pthread_join(ctx->thread, NULL);
+	ctx->thread_running = false;
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The progress model. Whoever calls in (poll_cq, post_send, the progress
+ * thread) moves the context forward; one at a time (try-lock).
+ */
+#ifndef U4V_PROGRESS_H
+#define U4V_PROGRESS_H
+
+#include "engine_int.h"
+
+/* Start the per-context progress thread (idempotent; first QP does it). */
+int u4v_progress_start(struct u4v_ctx *ctx);
+void u4v_progress_stop(struct u4v_ctx *ctx);
+/* The application is polling: the thread may stay asleep. */
+void u4v_progress_app_poll(struct u4v_ctx *ctx);
+
+#endif

@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Engine internals shared by the layers (qp, rel, frag, mr, cq). Nothing
+ * here is visible to the provider.
+ *
+ * Locking, in acquisition order:
+ *   ctx->progress_lock  one thread at a time runs RX / timers / pending TX
+ *                       (try-locked; destroy paths take it fully)
+ *   qp->lock            the QP's send/receive state
+ *   srq->lock, peer->tx_lock, cq->lock   leaves: never take another lock
+ * post_send takes qp->lock then peer->tx_lock; it never needs progress_lock.
+ */
+#ifndef U4V_ENGINE_INT_H
+#define U4V_ENGINE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <usb4verbs/engine.h>
+#include <usb4verbs/link.h>
+
+#include "frag/frag.h"
+#include "wire/wire.h"
+
+#define container_of(ptr, type, member)                                       \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+#define U4V_QPN_IDX_BITS 16
+#define U4V_QPN_IDX_MASK ((1u << U4V_QPN_IDX_BITS) - 1)
+#define U4V_WINDOW 512u	     /* RC frames in flight per QP */
+#define U4V_RX_BUDGET 64u    /* frames taken from one channel per pass */
+#define U4V_UD_PARTIALS 8u   /* UD messages in reassembly per QP */
+#define U4V_DUP_ACK_THRESH 3 /* duplicate ACKs that trigger a resend */
+
+struct u4v_qp;
+
+/* The channel to one remote context, as this context uses it. */
+struct u4v_peer {
+	struct u4l_chan *chan;
+	const struct u4l_ops *ops;
+	struct u4l_counters *cnt;
+	pthread_spinlock_t tx_lock;
+	uint32_t tx_posted; /* frames posted since the last doorbell */
+	/* QPs waiting for TX space on this channel */
+	struct u4v_qp *pending_head, *pending_tail;
+};
+
+struct u4v_ctx {
+	struct u4l_dev *link;
+	const struct u4l_ops *ops;
+	uint32_t ctx_id;
+	uint64_t node_guid;
+	int async_fd;
+	struct u4l_counters *cnt;
+
+	pthread_mutex_t progress_lock;
+	pthread_mutex_t obj_lock; /* object tables and counts */
+
+	struct u4v_peer peers[U4L_MAX_CTX];
+
+	struct u4v_qp **qps; /* by QPN index */
+	uint32_t nqps_slots;
+	uint32_t nqps;
+	uint32_t ncq, npd, nsrq, nmr, nah;
+
+	/* memory keys: index in the low 16 bits, random tag above */
+	struct u4v_mr **mrs;
+	uint32_t nmr_slots;
+	uint64_t key_seed;
+
+	/* progress thread */
+	pthread_t thread;
+	bool thread_running;
+	bool thread_disabled;
+	uint64_t last_timer_scan;
+	atomic_bool stop;
+	_Atomic uint64_t app_poll_ns; /* last time an application polled */
+	uint64_t next_timer_ns;	      /* earliest QP timer deadline */
+};
+
+struct u4v_pd {
+	struct u4v_ctx *ctx;
+	atomic_int refs; /* MRs, QPs, SRQs, AHs using it */
+};
+
+struct u4v_mr {
+	struct u4v_pd *pd;
+	uint64_t addr;
+	uint64_t length;
+	int access;
+	uint32_t lkey, rkey;
+	uint32_t index;
+};
+
+struct u4v_cq {
+	struct u4v_ctx *ctx;
+	pthread_spinlock_t lock;
+	struct ibv_wc *ring;
+	uint32_t size; /* entries the ring holds */
+	uint32_t head, count;
+	bool overflowed;
+	int armed; /* 0, IBV_... 1 = next, 2 = solicited only */
+	u4v_cq_event_fn event_fn;
+	void *event_arg;
+	uint64_t handle;
+	atomic_int refs; /* QPs using it */
+};
+
+/* A posted receive. */
+struct u4v_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint64_t length; /* sum of the SGEs */
+	struct ibv_sge *sge;
+};
+
+struct u4v_rq {
+	struct u4v_rwqe *ring;
+	struct ibv_sge *sges;
+	uint32_t size, max_sge;
+	uint32_t head, count;
+};
+
+struct u4v_srq {
+	struct u4v_pd *pd;
+	pthread_spinlock_t lock;
+	struct u4v_rq rq;
+	uint32_t limit; /* armed when nonzero */
+	uint64_t handle;
+	atomic_int refs;
+};
+
+enum u4v_wqe_state {
+	U4V_WQE_POSTED = 0, /* frames not all sent yet */
+	U4V_WQE_SENT,	    /* all frames sent, waiting for ACK / response */
+	U4V_WQE_DONE,	    /* completed, waiting to be retired in order */
+};
+
+/* A posted send. */
+struct u4v_swqe {
+	uint64_t wr_id;
+	enum ibv_wr_opcode opcode;
+	int send_flags;
+	uint32_t imm;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint64_t compare_add, swap;
+	uint32_t remote_qpn, remote_qkey, remote_ctx;
+	bool ah_global;
+	uint64_t length;
+	uint32_t num_sge;
+	struct ibv_sge *sge;	/* points into the QP's SGE array */
+	uint8_t *inline_data;	/* non-NULL: payload copied at post time */
+	/* requester state */
+	enum u4v_wqe_state state;
+	enum ibv_wc_status status;
+	uint32_t nframes;	/* frames the requester sends */
+	uint32_t npsn;		/* PSNs it spans (READ: responses) */
+	bool psn_assigned;
+	uint32_t first_psn;
+	uint32_t next_frame;	/* next frame to send */
+	uint32_t resp_frames;	/* READ responses placed, in order */
+	uint64_t atomic_orig;
+};
+
+struct u4v_qp {
+	struct u4v_ctx *ctx;
+	struct u4v_pd *pd;
+	pthread_mutex_t lock;
+	enum ibv_qp_type type;
+	enum ibv_qp_state state;
+	uint32_t qpn;
+	uint64_t handle;
+	struct u4v_cq *scq, *rcq;
+	struct u4v_srq *srq;
+	struct ibv_qp_cap cap;
+	int sq_sig_all;
+
+	/* attributes */
+	int access;
+	uint16_t pkey_index;
+	uint8_t port;
+	uint32_t qkey;
+	enum ibv_mtu path_mtu;
+	uint32_t dest_qpn;
+	uint32_t remote_ctx;
+	struct ibv_ah_attr ah_attr;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t max_rd_atomic, max_dest_rd_atomic;
+	uint8_t sq_draining;
+	struct u4v_peer *peer; /* RC/UC after RTR */
+
+	/* send queue */
+	struct u4v_swqe *sq;
+	struct ibv_sge *sq_sges;
+	uint8_t *sq_inline;
+	uint32_t sq_size;
+	uint32_t sq_head; /* oldest not retired */
+	uint32_t sq_send; /* next WQE with frames to send */
+	uint32_t sq_tail; /* next free */
+	uint32_t sq_count;
+
+	/* requester (RC: reliability; UC/UD: PSNs only) */
+	uint32_t sq_psn;      /* next PSN to assign */
+	uint32_t acked_psn;   /* last PSN acknowledged (sq_psn - 1 at start) */
+	uint32_t rd_pending;  /* READ / atomic WQEs in flight */
+	uint32_t retries_left, rnr_left;
+	uint64_t retry_deadline; /* retransmit when passed */
+	uint64_t rnr_deadline;	 /* hold sending until passed */
+	int dup_acks;
+	uint32_t resend_psn;  /* fast-recovery frame, or resend_none */
+	bool resend_one;
+	struct u4f_reorder resp_reorder; /* READ responses ahead */
+
+	/* receive queue and responder */
+	struct u4v_rq rq;
+	uint32_t epsn;	      /* next expected request PSN */
+	uint32_t msn;
+	bool ack_pending;
+	bool nak_sent;	      /* NAK-seq sent for epsn */
+	uint8_t pending_nak;  /* syndrome to send, 0 = none */
+	uint32_t pending_nak_psn;
+	/* message being received */
+	bool in_msg;
+	bool uc_drop;	      /* UC: discard until the next FIRST */
+	struct u4v_rwqe cur_rwqe;
+	struct ibv_sge cur_sges[U4V_MAX_SGE];
+	bool have_rwqe;
+	uint64_t msg_off;
+	struct u4v_mr *wr_mr; /* RDMA WRITE in progress */
+	uint64_t wr_va, wr_len;
+	struct u4f_reorder req_reorder;
+	/* READ responses to generate */
+	struct u4v_read_job {
+		uint32_t psn;	  /* first response PSN */
+		uint32_t nframes;
+		uint32_t next;	  /* next frame to send */
+		uint64_t va, len;
+	} *reads;
+	uint32_t nreads;
+	/* atomics already executed, for replay on duplicates */
+	struct u4v_atomic_done {
+		uint32_t psn;
+		bool valid;
+		uint64_t orig;
+	} *atomics;
+	uint32_t atomic_next;
+
+	/* UD reassembly of two-frame messages, per source */
+	struct u4v_ud_partial {
+		bool used;
+		uint32_t src_qpn, next_psn;
+		uint32_t len;
+		uint64_t stamp;
+		uint8_t *buf;
+	} ud_part[U4V_UD_PARTIALS];
+
+	/* TX scheduling */
+	bool on_pending;
+	struct u4v_qp *pending_next;
+	bool in_table;
+	bool in_batch; /* queued for a coalesced ACK */
+};
+
+/* ctx.c */
+uint64_t u4v_now(void);
+struct u4v_peer *u4v_peer_get(struct u4v_ctx *ctx, uint32_t remote_ctx,
+			      int *err);
+void u4v_peer_schedule(struct u4v_peer *peer, struct u4v_qp *qp);
+void u4v_async_event(struct u4v_ctx *ctx, uint64_t element,
+		     enum ibv_event_type type);
+static inline uint32_t u4v_qpn_ctx(uint32_t qpn)
+{
+	return (qpn >> U4V_QPN_IDX_BITS) - 1;
+}
+
+/* mr.c */
+struct u4v_mr *u4v_mr_lookup(struct u4v_ctx *ctx, uint32_t key);
+/* Check [addr, addr+len) against an MR for access; 0 or an ibv_wc_status. */
+enum ibv_wc_status u4v_mr_check_local(struct u4v_pd *pd, uint32_t lkey,
+				      uint64_t addr, uint64_t len,
+				      int access);
+enum ibv_wc_status u4v_mr_check_remote(struct u4v_pd *pd, uint32_t rkey,
+				       uint64_t va, uint64_t len, int access,
+				       struct u4v_mr **out);
+/* Copy between an SGE list (offset into it) and a flat buffer. */
+void u4v_sge_copy_out(const struct ibv_sge *sge, uint32_t nsge, uint64_t off,
+		      void *dst, uint32_t len);
+void u4v_sge_copy_in(const struct ibv_sge *sge, uint32_t nsge, uint64_t off,
+		     const void *src, uint32_t len);
+
+/* cq.c */
+/* Add a completion; false if the CQ overflowed (reported by the CQ). */
+bool u4v_cq_push(struct u4v_cq *cq, const struct ibv_wc *wc, bool solicited);
+
+/* srq.c / rq */
+int u4v_rq_init(struct u4v_rq *rq, uint32_t size, uint32_t max_sge);
+void u4v_rq_destroy(struct u4v_rq *rq);
+int u4v_rq_post(struct u4v_rq *rq, struct u4v_pd *pd, struct ibv_recv_wr *wr);
+bool u4v_rq_take(struct u4v_rq *rq, struct u4v_rwqe *out,
+		 struct ibv_sge *sges);
+bool u4v_srq_take(struct u4v_srq *srq, struct u4v_rwqe *out,
+		  struct ibv_sge *sges);
+
+/* qp.c */
+void u4v_qp_to_error(struct u4v_qp *qp);
+void u4v_qp_flush(struct u4v_qp *qp);
+
+/* qp/req.c: requester */
+void u4v_req_push(struct u4v_qp *qp); /* send what the window allows */
+void u4v_req_timer(struct u4v_qp *qp, uint64_t now);
+void u4v_req_complete_ready(struct u4v_qp *qp);
+struct u4v_swqe *u4v_req_find(struct u4v_qp *qp, uint32_t psn);
+bool u4v_req_resend(struct u4v_qp *qp, uint32_t psn); /* holds tx_lock */
+void u4v_req_rewind(struct u4v_qp *qp, uint32_t psn);
+/* qp/comp.c: completer (responses arriving at the requester) */
+void u4v_comp_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
+		    const uint8_t *payload, const void *frame, uint32_t len);
+/* qp/resp.c: responder */
+void u4v_resp_frame(struct u4v_qp *qp, struct u4v_peer *peer,
+		    const struct u4w_hdr *h, const uint8_t *payload,
+		    const void *frame, uint32_t len);
+void u4v_resp_flush_ack(struct u4v_qp *qp);
+void u4v_resp_tx(struct u4v_qp *qp);
+/* qp/tx.c: framing onto the channel */
+void u4v_qp_tx(struct u4v_qp *qp); /* requests, read responses, ACKs */
+bool u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
+		  const void *payload, uint32_t paylen,
+		  const struct ibv_sge *sge, uint32_t nsge, uint64_t sge_off);
+void u4v_tx_doorbell(struct u4v_peer *peer);
+void u4v_send_ack(struct u4v_qp *qp, uint8_t syndrome, uint32_t psn);
+/* ud.c */
+void u4v_ud_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
+		  const uint8_t *payload);
+
+#endif

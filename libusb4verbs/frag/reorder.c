@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+/* Out-of-order frame holding for reassembly. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frag/frag.h"
+#include "rel/psn.h"
+
+int u4f_reorder_init(struct u4f_reorder *r, uint32_t window)
+{
+	memset(r, 0, sizeof(*r));
+	if (!window || (window & (window - 1)))
+		return -EINVAL;
+	r->window = window;
+	return 0;
+}
+
+static int ensure_slots(struct u4f_reorder *r)
+{
+	if (r->slots)
+		return 0;
+	r->slots = calloc(r->window, sizeof(*r->slots));
+	return r->slots ? 0 : -ENOMEM;
+}
+
+void u4f_reorder_clear(struct u4f_reorder *r)
+{
+	uint32_t i;
+
+	if (!r->slots)
+		return;
+	for (i = 0; i < r->window; i++) {
+		free(r->slots[i].frame);
+		r->slots[i].frame = NULL;
+	}
+	r->count = 0;
+}
+
+void u4f_reorder_destroy(struct u4f_reorder *r)
+{
+	u4f_reorder_clear(r);
+	free(r->slots);
+	r->slots = NULL;
+}
+
+int u4f_reorder_hold(struct u4f_reorder *r, uint32_t expected, uint32_t psn,
+		     const void *frame, uint32_t len)
+{
+	int32_t ahead = psn_diff(psn, expected);
+	struct u4f_held *slot;
+
+	if (ahead <= 0 || (uint32_t)ahead >= r->window)
+		return -ENOSPC;
+	if (ensure_slots(r))
+		return -ENOSPC;
+	slot = &r->slots[psn & (r->window - 1)];
+	if (slot->frame) {
+		if (slot->psn == psn)
+			return -EEXIST;
+		/* a stale frame from an older window position: replace it */
+		free(slot->frame);
+		slot->frame = NULL;
+		r->count--;
+	}
+	slot->frame = malloc(len);
+	if (!slot->frame)
+		return -ENOSPC;
+	memcpy(slot->frame, frame, len);
+	slot->len = len;
+	slot->psn = psn;
+	r->count++;
+	return 0;
+}
+
+bool u4f_reorder_take(struct u4f_reorder *r, uint32_t expected, void **frame,
+		      uint32_t *len)
+{
+	struct u4f_held *slot;
+
+	if (!r->count || !r->slots)
+		return false;
+	slot = &r->slots[expected & (r->window - 1)];
+	if (!slot->frame)
+		return false;
+	if (slot->psn != expected) {
+		/* older than expected: already delivered by retransmission */
+		if (psn_lt(slot->psn, expected)) {
+			free(slot->frame);
+			slot->frame = NULL;
+			r->count--;
+		}
+		return false;
+	}
+	*frame = slot->frame;
+	*len = slot->len;
+	slot->frame = NULL;
+	r->count--;
+	return true;
+}

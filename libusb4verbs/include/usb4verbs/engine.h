@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The transport engine's API. It speaks the public verbs types so that the
+ * rdma-core provider stays a thin translation, and tests drive it directly.
+ *
+ * Every call returns 0 or a positive errno value (never relies on errno),
+ * except where a count or pointer is returned as documented.
+ */
+#ifndef USB4VERBS_ENGINE_H
+#define USB4VERBS_ENGINE_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <usb4verbs/link.h>
+
+/* Device capabilities: one place, reported by query_device and enforced. */
+#define U4V_MAX_MSG_SZ (1u << 30)
+#define U4V_MAX_QP 4096u
+#define U4V_MAX_QP_WR 8192u
+#define U4V_MAX_SGE 16u
+#define U4V_MAX_INLINE 512u
+#define U4V_MAX_CQ 4096u
+#define U4V_MAX_CQE (1u << 20)
+#define U4V_MAX_MR 65536u
+#define U4V_MAX_MR_SIZE (1ull << 40)
+#define U4V_MAX_PD 4096u
+#define U4V_MAX_QP_RD_ATOM 16u
+#define U4V_MAX_SRQ 1024u
+#define U4V_MAX_SRQ_WR 8192u
+#define U4V_MAX_AH 65536u
+#define U4V_MAX_QKEY 0x7fffffffu
+#define U4V_MTU IBV_MTU_4096
+#define U4V_VENDOR_ID 0x8086u	   /* Intel: the NHI's PCI vendor */
+#define U4V_VENDOR_PART_ID 0x4b34u /* outside perftest's mlx/efa table */
+
+struct u4v_ctx;
+struct u4v_pd;
+struct u4v_mr;
+struct u4v_cq;
+struct u4v_srq;
+struct u4v_qp;
+
+/*
+ * Address handle. The engine allocates it; the provider hands &ah->ibv to
+ * the application, and the engine finds the AH again from wr.ud.ah.
+ */
+struct u4v_ah {
+	struct ibv_ah ibv; /* must stay first */
+	struct ibv_ah_attr attr;
+	struct u4v_pd *pd;
+};
+
+/* Context: one per opened device; owns the link device and progress. */
+struct u4v_ctx_attr {
+	struct u4l_dev *link; /* ownership passes to the context */
+	uint64_t node_guid;
+	/* async events are written to this fd in uverbs format; -1 = none */
+	int async_event_fd;
+	/* 0: start the progress thread (default); 1: caller drives progress */
+	int no_progress_thread;
+};
+int u4v_ctx_open(const struct u4v_ctx_attr *attr, struct u4v_ctx **ctx);
+void u4v_ctx_close(struct u4v_ctx *ctx);
+/* attr_size as passed by ibv_query_device_ex: fill no more than that. */
+int u4v_query_device(struct u4v_ctx *ctx, struct ibv_device_attr_ex *attr,
+		     size_t attr_size);
+int u4v_query_port(struct u4v_ctx *ctx, uint8_t port,
+		   struct ibv_port_attr *attr);
+/* Drive progress once (RX, ACKs, retransmit timers, pending sends). */
+void u4v_ctx_progress(struct u4v_ctx *ctx);
+struct u4l_counters *u4v_ctx_counters(struct u4v_ctx *ctx);
+
+/* Protection domains and memory regions. */
+int u4v_alloc_pd(struct u4v_ctx *ctx, struct u4v_pd **pd);
+int u4v_dealloc_pd(struct u4v_pd *pd); /* EBUSY while objects use it */
+int u4v_reg_mr(struct u4v_pd *pd, void *addr, size_t length, int access,
+	       struct u4v_mr **mr);
+int u4v_dereg_mr(struct u4v_mr *mr);
+uint32_t u4v_mr_lkey(const struct u4v_mr *mr);
+uint32_t u4v_mr_rkey(const struct u4v_mr *mr);
+
+/* Address handles. */
+int u4v_create_ah(struct u4v_pd *pd, const struct ibv_ah_attr *attr,
+		  struct u4v_ah **ah);
+int u4v_destroy_ah(struct u4v_ah *ah);
+
+/* Completion queues. */
+typedef void (*u4v_cq_event_fn)(struct u4v_cq *cq, void *arg);
+int u4v_create_cq(struct u4v_ctx *ctx, int cqe, struct u4v_cq **cq);
+int u4v_destroy_cq(struct u4v_cq *cq); /* EBUSY while a QP uses it */
+int u4v_resize_cq(struct u4v_cq *cq, int cqe);
+int u4v_cq_depth(struct u4v_cq *cq);
+/* Returns the number of completions (>= 0) or a negative errno. */
+int u4v_poll_cq(struct u4v_cq *cq, int n, struct ibv_wc *wc);
+/* Arm: fn(cq, arg) runs once for the next (solicited) completion. */
+int u4v_req_notify_cq(struct u4v_cq *cq, int solicited_only);
+void u4v_cq_set_event_fn(struct u4v_cq *cq, u4v_cq_event_fn fn, void *arg);
+/* Set by the provider: the handle reported in async events (CQ overrun). */
+void u4v_cq_set_handle(struct u4v_cq *cq, uint64_t handle);
+
+/* Shared receive queues (RC and UD QPs only). */
+int u4v_create_srq(struct u4v_pd *pd, struct ibv_srq_attr *attr,
+		   struct u4v_srq **srq);
+int u4v_modify_srq(struct u4v_srq *srq, struct ibv_srq_attr *attr, int mask);
+int u4v_query_srq(struct u4v_srq *srq, struct ibv_srq_attr *attr);
+int u4v_destroy_srq(struct u4v_srq *srq); /* EBUSY while a QP uses it */
+int u4v_post_srq_recv(struct u4v_srq *srq, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr);
+void u4v_srq_set_handle(struct u4v_srq *srq, uint64_t handle);
+
+/* Queue pairs. */
+struct u4v_qp_init {
+	enum ibv_qp_type qp_type; /* RC, UC or UD */
+	struct u4v_cq *send_cq, *recv_cq;
+	struct u4v_srq *srq; /* NULL: own RQ */
+	struct ibv_qp_cap cap; /* in: requested; out: granted */
+	int sq_sig_all;
+};
+int u4v_create_qp(struct u4v_pd *pd, struct u4v_qp_init *init,
+		  struct u4v_qp **qp);
+int u4v_destroy_qp(struct u4v_qp *qp);
+uint32_t u4v_qp_num(const struct u4v_qp *qp);
+enum ibv_qp_state u4v_qp_state(const struct u4v_qp *qp);
+void u4v_qp_set_handle(struct u4v_qp *qp, uint64_t handle);
+int u4v_modify_qp(struct u4v_qp *qp, struct ibv_qp_attr *attr, int mask);
+int u4v_query_qp(struct u4v_qp *qp, struct ibv_qp_attr *attr, int mask,
+		 struct ibv_qp_init_attr *init);
+int u4v_post_send(struct u4v_qp *qp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad_wr);
+int u4v_post_recv(struct u4v_qp *qp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr);
+
+#endif

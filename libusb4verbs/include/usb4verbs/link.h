@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ring contract: what the transport engine sees of a cable.
+ *
+ * A link device is one verbs context's attachment to one end of a cable.
+ * A channel joins two contexts: one TX ring and one RX ring on each side,
+ * rings of NHI-style 16-byte descriptors over 4 KiB frames. Channels are made
+ * lazily (u4l_chan_get) and shared by every QP of a context that talks to the
+ * same remote context. The backend (sim: shared memory; nhi: rings mapped
+ * from the kernel shim) is invisible above this header.
+ *
+ * Threading: TX of one channel must be serialised by the caller (engine TX
+ * lock), RX of one channel likewise (engine RX lock). TX and RX of the same
+ * channel may run concurrently. u4l_wait() may run concurrently with both.
+ */
+#ifndef USB4VERBS_LINK_H
+#define USB4VERBS_LINK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define U4L_FRAME_MAX 4096u /* one NHI frame buffer; no scatter-gather */
+#define U4L_MAX_CTX 64u	    /* contexts per cable, both ends together */
+
+/* Frame kinds carried in the descriptor's PDF field (like thunderbolt-net). */
+enum u4l_pdf {
+	U4L_PDF_DATA = 1, /* requests and read/atomic responses */
+	U4L_PDF_CTRL = 2, /* ACK / NAK: the sim can drop these alone */
+};
+
+/* RX descriptor flags reported to the engine. */
+enum u4l_rx_flags {
+	U4L_RX_CRC_ERR = 1u << 0, /* NHI RX flag 0x1: payload must be ignored */
+	U4L_RX_NOWAKE = 1u << 1,  /* completed without a wakeup (stranded) */
+};
+
+struct u4l_dev;
+struct u4l_chan;
+
+struct u4l_rx_frame {
+	const void *buf; /* valid until u4l_rx_release() */
+	uint32_t len;	 /* 1..U4L_FRAME_MAX */
+	uint32_t flags;	 /* enum u4l_rx_flags */
+};
+
+/*
+ * Counters per cable end, kept where both the engine and `usb4v-sim stat`
+ * can read them (the sim keeps them in the shared segment). All are
+ * incremented with relaxed atomics.
+ */
+struct u4l_counters {
+	/* link level, maintained by the backend */
+	uint64_t tx_frames, tx_bytes;
+	uint64_t rx_frames, rx_bytes;
+	uint64_t fault_drop, fault_dup, fault_reorder, fault_crc;
+	uint64_t fault_stranded;
+	uint64_t rx_overflow; /* E2E off and no RX descriptor posted */
+	/* transport level, maintained by the engine */
+	uint64_t retransmits;	   /* frames sent again */
+	uint64_t dup_acks;	   /* ACKs that did not advance */
+	uint64_t stranded_rescues; /* NOWAKE frames found by polling */
+	uint64_t rnr_naks_sent, rnr_naks_rcvd;
+	uint64_t seq_naks_sent, seq_naks_rcvd;
+	uint64_t dup_frames_rcvd; /* duplicates the responder discarded */
+	uint64_t crc_discards;	  /* CRC-flagged frames discarded */
+	uint64_t bad_frames;	  /* frames failing header validation */
+	uint64_t ooo_frames;	  /* frames held for reordering */
+};
+
+/* Backend operations; one table per backend. */
+struct u4l_ops {
+	const char *name;
+	void (*close)(struct u4l_dev *dev);
+	/* Globally unique (per cable) id of this context, < U4L_MAX_CTX. */
+	uint32_t (*ctx_id)(struct u4l_dev *dev);
+	/* Is remote context id known to be alive (either end)? */
+	bool (*ctx_alive)(struct u4l_dev *dev, uint32_t remote_ctx);
+	/*
+	 * Find or create the channel to remote_ctx. Two contexts on the same end
+	 * get a software loopback channel. Errors (negative errno): EHOSTUNREACH
+	 * no such live context; ENOSPC channel budget spent; ENOMEM.
+	 */
+	int (*chan_get)(struct u4l_dev *dev, uint32_t remote_ctx,
+			struct u4l_chan **chan);
+	/* Channels created by peers that this context has not seen yet. */
+	struct u4l_chan *(*chan_accept)(struct u4l_dev *dev);
+	uint32_t (*chan_remote)(struct u4l_chan *chan);
+
+	/* TX: buffer of the next free slot, or NULL when the ring is full. */
+	void *(*tx_slot)(struct u4l_chan *chan);
+	/* Post the slot returned by tx_slot() with len bytes and a PDF. */
+	void (*tx_post)(struct u4l_chan *chan, uint32_t len, enum u4l_pdf pdf);
+	/* Hand every posted descriptor to the hardware (one call per batch). */
+	void (*tx_doorbell)(struct u4l_chan *chan);
+	/* Free TX slots (reaps completed descriptors first). */
+	uint32_t (*tx_space)(struct u4l_chan *chan);
+
+	/* RX: 1 and the next completed frame in ring order, 0 if none, <0 err. */
+	int (*rx_peek)(struct u4l_chan *chan, struct u4l_rx_frame *frame);
+	/* Give the frame returned by rx_peek() back to the ring. */
+	void (*rx_release)(struct u4l_chan *chan);
+
+	/*
+	 * Sleep until a frame may be ready on any channel of this context, a
+	 * channel was created for it, u4l_kick() was called, or deadline_ns
+	 * (CLOCK_MONOTONIC) passes. Frames completed with U4L_RX_NOWAKE do not
+	 * end the sleep: callers must poll on a timer as well.
+	 */
+	void (*wait)(struct u4l_dev *dev, uint64_t deadline_ns);
+	/* End a wait() of this context (from another thread). */
+	void (*kick)(struct u4l_dev *dev);
+	/* The counters of this context's cable end. */
+	struct u4l_counters *(*counters)(struct u4l_dev *dev);
+	/* Payload bytes per second of the wire per direction; 0 = unthrottled. */
+	uint64_t (*wire_rate)(struct u4l_dev *dev);
+};
+
+/* Every backend's device starts with this. */
+struct u4l_dev {
+	const struct u4l_ops *ops;
+	uint32_t end; /* 0 or 1: which end of the cable */
+};
+
+/* Monotonic clock in nanoseconds, shared by all processes on the host. */
+uint64_t u4l_now_ns(void);
+
+#endif

@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The requester: turns send WQEs into frames, keeps them for retransmission
+ * (a WQE's frames can be rebuilt from the application's buffer, which belongs
+ * to the device until the completion), and runs the retransmit timer.
+ */
+#include <string.h>
+
+#include "engine_int.h"
+#include "frag/frag.h"
+#include "rel/psn.h"
+#include "rel/timer.h"
+#include "wire/opcode.h"
+
+static bool is_rd_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static uint32_t rd_limit(const struct u4v_qp *qp)
+{
+	return qp->max_rd_atomic ? qp->max_rd_atomic : 1;
+}
+
+/* Frame idx of WQE w; false when the TX ring is full. */
+static bool emit_frame(struct u4v_qp *qp, struct u4v_peer *peer,
+		       struct u4v_swqe *w, uint32_t idx)
+{
+	struct u4w_hdr h;
+	uint32_t paylen = 0;
+	const void *payload = NULL;
+	uint64_t off = (uint64_t)idx * U4W_GRANULE;
+	bool last = idx + 1 == w->nframes;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = u4w_qpt_transport(qp->type) |
+		   u4w_wr_frame_op(w->opcode, idx, w->nframes);
+	h.src_qpn = qp->qpn;
+	h.dst_qpn = qp->type == IBV_QPT_UD ? w->remote_qpn : qp->dest_qpn;
+	h.psn = psn_add(w->first_psn, idx);
+	if (last && (w->send_flags & IBV_SEND_SOLICITED))
+		h.flags |= U4W_F_SOLICITED;
+	if (last && qp->type == IBV_QPT_RC)
+		h.flags |= U4W_F_ACKREQ;
+	switch (w->opcode) {
+	case IBV_WR_RDMA_READ:
+		off = (uint64_t)w->resp_frames * U4W_GRANULE;
+		h.psn = psn_add(w->first_psn, w->resp_frames);
+		h.va = w->remote_addr + off;
+		h.rkey = w->rkey;
+		h.dma_len = (uint32_t)(w->length - off);
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		h.va = w->remote_addr;
+		h.rkey = w->rkey;
+		h.compare = w->compare_add;
+		h.swap_add = w->swap;
+		break;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		h.va = w->remote_addr;
+		h.rkey = w->rkey;
+		h.swap_add = w->compare_add;
+		break;
+	default:
+		if (idx == 0 && (w->opcode == IBV_WR_RDMA_WRITE ||
+				 w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
+			h.va = w->remote_addr;
+			h.rkey = w->rkey;
+			h.dma_len = (uint32_t)w->length;
+		}
+		if (last)
+			h.imm = w->imm;
+		paylen = u4f_frame_len(w->length, idx);
+		if (w->inline_data)
+			payload = w->inline_data + off;
+		break;
+	}
+	if (qp->type == IBV_QPT_UD) {
+		h.qkey = w->remote_qkey;
+		if (w->ah_global)
+			h.flags |= U4W_F_GRH;
+	}
+	h.paylen = (uint16_t)paylen;
+	return u4v_tx_frame(peer, &h, payload, paylen, w->sge, w->num_sge,
+			    off);
+}
+
+static bool wqe_outstanding(const struct u4v_qp *qp)
+{
+	uint32_t i = qp->sq_head, n;
+
+	for (n = 0; n < qp->sq_count; n++, i = (i + 1) % qp->sq_size) {
+		const struct u4v_swqe *w = &qp->sq[i];
+
+		if (!w->psn_assigned)
+			return false;
+		if (w->state != U4V_WQE_DONE && (w->next_frame ||
+						 w->state == U4V_WQE_SENT))
+			return true;
+	}
+	return false;
+}
+
+/* Send frames of WQEs in order while window, limits and TX space allow. */
+static void push_connected(struct u4v_qp *qp, uint64_t now)
+{
+	struct u4v_peer *peer = qp->peer;
+	bool blocked = false;
+
+	pthread_spin_lock(&peer->tx_lock);
+	if (qp->resend_one) {
+		if (u4v_req_resend(qp, qp->resend_psn))
+			qp->resend_one = false;
+		else
+			blocked = true;
+	}
+	while (!blocked && qp->sq_send != qp->sq_tail) {
+		struct u4v_swqe *w = &qp->sq[qp->sq_send];
+		bool rc = qp->type == IBV_QPT_RC;
+
+		if (!w->psn_assigned) {
+			if (qp->state == IBV_QPS_SQD)
+				break;
+			if (rc && is_rd_atomic(w->opcode) &&
+			    qp->rd_pending >= rd_limit(qp))
+				break;
+			if (rc && (w->send_flags & IBV_SEND_FENCE) &&
+			    qp->rd_pending)
+				break;
+			w->first_psn = qp->sq_psn;
+			qp->sq_psn = psn_add(qp->sq_psn, w->npsn);
+			w->psn_assigned = true;
+		}
+		while (w->next_frame < w->nframes) {
+			uint32_t psn = psn_add(w->first_psn, w->next_frame);
+
+			if (rc && psn_diff(psn, qp->acked_psn) > (int)U4V_WINDOW)
+				goto out; /* window full: wait for ACKs */
+			if (!emit_frame(qp, peer, w, w->next_frame)) {
+				blocked = true;
+				goto out;
+			}
+			w->next_frame++;
+		}
+		if (rc) {
+			w->state = U4V_WQE_SENT;
+			if (is_rd_atomic(w->opcode))
+				qp->rd_pending++;
+			if (!qp->retry_deadline)
+				qp->retry_deadline =
+					now + u4v_ack_timeout_ns(qp->timeout);
+		} else {
+			w->state = U4V_WQE_DONE; /* UC: nothing to wait for */
+		}
+		qp->sq_send = (qp->sq_send + 1) % qp->sq_size;
+	}
+out:
+	if (qp->type == IBV_QPT_RC && qp->sq_send == qp->sq_head &&
+	    qp->sq[qp->sq_send].next_frame && !qp->retry_deadline)
+		qp->retry_deadline = now + u4v_ack_timeout_ns(qp->timeout);
+	u4v_tx_doorbell(peer);
+	pthread_spin_unlock(&peer->tx_lock);
+	if (blocked)
+		u4v_peer_schedule(peer, qp);
+}
+
+/* UD: every WQE names its own destination, so its own channel. */
+static void push_ud(struct u4v_qp *qp)
+{
+	while (qp->sq_send != qp->sq_tail) {
+		struct u4v_swqe *w = &qp->sq[qp->sq_send];
+		struct u4v_peer *peer;
+		bool blocked = false;
+		int err = 0;
+
+		if (qp->state == IBV_QPS_SQD && !w->next_frame)
+			return;
+		if (!w->psn_assigned) {
+			w->first_psn = qp->sq_psn;
+			qp->sq_psn = psn_add(qp->sq_psn, w->npsn);
+			w->psn_assigned = true;
+		}
+		peer = u4v_peer_get(qp->ctx, w->remote_ctx, &err);
+		if (peer) {
+			pthread_spin_lock(&peer->tx_lock);
+			while (w->next_frame < w->nframes) {
+				if (!emit_frame(qp, peer, w, w->next_frame)) {
+					blocked = true;
+					break;
+				}
+				w->next_frame++;
+			}
+			u4v_tx_doorbell(peer);
+			pthread_spin_unlock(&peer->tx_lock);
+			if (blocked) {
+				u4v_peer_schedule(peer, qp);
+				return;
+			}
+		}
+		/* no such peer: a UD datagram into the void is still sent */
+		w->state = U4V_WQE_DONE;
+		qp->sq_send = (qp->sq_send + 1) % qp->sq_size;
+	}
+}
+
+void u4v_req_push(struct u4v_qp *qp)
+{
+	uint64_t now;
+
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return;
+	if (qp->sq_send == qp->sq_tail && !qp->resend_one)
+		return;
+	now = u4v_now();
+	if (qp->rnr_deadline) {
+		if (now < qp->rnr_deadline)
+			return;
+		qp->rnr_deadline = 0;
+	}
+	if (qp->type == IBV_QPT_UD)
+		push_ud(qp);
+	else if (qp->peer)
+		push_connected(qp, now);
+	u4v_req_complete_ready(qp);
+}
+
+/* Find the sent WQE whose PSN range holds psn; NULL if none. */
+struct u4v_swqe *u4v_req_find(struct u4v_qp *qp, uint32_t psn)
+{
+	uint32_t i = qp->sq_head, n;
+
+	for (n = 0; n < qp->sq_count; n++, i = (i + 1) % qp->sq_size) {
+		struct u4v_swqe *w = &qp->sq[i];
+
+		if (!w->psn_assigned)
+			break;
+		if (psn_diff(psn, w->first_psn) >= 0 &&
+		    psn_diff(psn, w->first_psn) < (int32_t)w->npsn)
+			return w;
+	}
+	return NULL;
+}
+
+/*
+ * Send one frame again (fast recovery). Caller holds peer->tx_lock.
+ * False only when the TX ring is full.
+ */
+bool u4v_req_resend(struct u4v_qp *qp, uint32_t psn)
+{
+	struct u4v_swqe *w = u4v_req_find(qp, psn);
+	uint32_t idx;
+
+	if (!w || w->state == U4V_WQE_DONE)
+		return true;
+	idx = is_rd_atomic(w->opcode) ? 0 : (uint32_t)psn_diff(psn,
+							      w->first_psn);
+	if (idx >= w->next_frame && w->state != U4V_WQE_SENT)
+		return true; /* not sent yet: nothing to repeat */
+	if (!emit_frame(qp, qp->peer, w, idx))
+		return false;
+	__atomic_fetch_add(&qp->ctx->cnt->retransmits, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* Go back to psn: every frame from there on is sent again. */
+void u4v_req_rewind(struct u4v_qp *qp, uint32_t psn)
+{
+	uint32_t i = qp->sq_head, n, rd = 0;
+	bool found = false;
+
+	for (n = 0; n < qp->sq_count; n++, i = (i + 1) % qp->sq_size) {
+		struct u4v_swqe *w = &qp->sq[i];
+		int32_t d;
+
+		if (!w->psn_assigned)
+			break;
+		if (!found) {
+			d = psn_diff(psn, w->first_psn);
+			if (w->state == U4V_WQE_DONE ||
+			    d >= (int32_t)w->npsn) {
+				if (w->state == U4V_WQE_SENT &&
+				    is_rd_atomic(w->opcode))
+					rd++;
+				continue;
+			}
+			found = true;
+			qp->sq_send = i;
+			w->next_frame = is_rd_atomic(w->opcode) || d < 0 ?
+						0 :
+						(uint32_t)d;
+		} else {
+			w->next_frame = 0;
+		}
+		if (w->state == U4V_WQE_SENT || w->next_frame < w->nframes)
+			w->state = U4V_WQE_POSTED;
+		if (w->state == U4V_WQE_POSTED && w->next_frame >= w->nframes)
+			w->next_frame = 0;
+	}
+	if (found)
+		qp->rd_pending = rd;
+}
+
+void u4v_req_timer(struct u4v_qp *qp, uint64_t now)
+{
+	uint64_t tmo;
+
+	if (qp->type != IBV_QPT_RC ||
+	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
+		return;
+	if (qp->rnr_deadline) {
+		if (now >= qp->rnr_deadline)
+			u4v_qp_tx(qp);
+		return;
+	}
+	if (!wqe_outstanding(qp)) {
+		qp->retry_deadline = 0;
+		return;
+	}
+	tmo = u4v_ack_timeout_ns(qp->timeout);
+	if (tmo == U4V_TIME_INFINITE)
+		return;
+	if (!qp->retry_deadline) {
+		qp->retry_deadline = now + tmo;
+		return;
+	}
+	if (now < qp->retry_deadline)
+		return;
+	if (!qp->retries_left) {
+		/* the oldest unfinished WQE is the one never acknowledged */
+		struct u4v_swqe *w = &qp->sq[qp->sq_head];
+
+		w->state = U4V_WQE_DONE;
+		w->status = IBV_WC_RETRY_EXC_ERR;
+		qp->retry_deadline = 0;
+		u4v_req_complete_ready(qp);
+		return;
+	}
+	qp->retries_left--;
+	u4v_req_rewind(qp, psn_add(qp->acked_psn, 1));
+	__atomic_fetch_add(&qp->ctx->cnt->retransmits, 1, __ATOMIC_RELAXED);
+	qp->retry_deadline = now + tmo;
+	u4v_qp_tx(qp);
+}
+
+/* Retire finished WQEs in order; the first error takes the QP down. */
+void u4v_req_complete_ready(struct u4v_qp *qp)
+{
+	while (qp->sq_count) {
+		struct u4v_swqe *w = &qp->sq[qp->sq_head];
+		struct ibv_wc wc;
+
+		if (w->state != U4V_WQE_DONE)
+			break;
+		if (w->status || qp->sq_sig_all ||
+		    (w->send_flags & IBV_SEND_SIGNALED)) {
+			memset(&wc, 0, sizeof(wc));
+			wc.wr_id = w->wr_id;
+			wc.status = w->status;
+			wc.opcode = u4w_wc_opcode(w->opcode);
+			wc.byte_len = (uint32_t)w->length;
+			wc.qp_num = qp->qpn;
+			u4v_cq_push(qp->scq, &wc, false);
+		}
+		if (qp->sq_send == qp->sq_head)
+			qp->sq_send = (qp->sq_send + 1) % qp->sq_size;
+		qp->sq_head = (qp->sq_head + 1) % qp->sq_size;
+		qp->sq_count--;
+		if (w->status) {
+			u4v_qp_to_error(qp);
+			return;
+		}
+	}
+}

@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The responder (RC and UC): executes request frames in PSN order, holds
+ * frames that arrive ahead of their turn, answers with coalesced ACKs, NAKs,
+ * READ responses and atomic responses. There is no receiver-side watchdog:
+ * only the requester's retransmit timer decides that a peer is gone.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+#include "frag/frag.h"
+#include "rel/psn.h"
+#include "wire/opcode.h"
+
+enum exec_result {
+	EXEC_OK,   /* executed; epsn advanced */
+	EXEC_RNR,  /* no receive WQE: try again later */
+	EXEC_NAK,  /* refused with *syndrome */
+};
+
+static void cnt_inc(struct u4v_qp *qp, uint64_t *field)
+{
+	(void)qp;
+	__atomic_fetch_add(field, 1, __ATOMIC_RELAXED);
+}
+
+static bool take_rwqe(struct u4v_qp *qp)
+{
+	if (qp->have_rwqe)
+		return true;
+	qp->have_rwqe = qp->srq ? u4v_srq_take(qp->srq, &qp->cur_rwqe,
+					       qp->cur_sges) :
+				  u4v_rq_take(&qp->rq, &qp->cur_rwqe,
+					      qp->cur_sges);
+	return qp->have_rwqe;
+}
+
+static void recv_complete(struct u4v_qp *qp, enum ibv_wc_status status,
+			  enum ibv_wc_opcode opcode, uint32_t byte_len,
+			  const struct u4w_hdr *h)
+{
+	struct ibv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = qp->cur_rwqe.wr_id;
+	wc.status = status;
+	wc.opcode = opcode;
+	wc.byte_len = byte_len;
+	wc.qp_num = qp->qpn;
+	wc.src_qp = h->src_qpn;
+	if (U4W_OP(h->opcode) == U4W_SEND_LAST_IMM ||
+	    U4W_OP(h->opcode) == U4W_SEND_ONLY_IMM ||
+	    U4W_OP(h->opcode) == U4W_WRITE_LAST_IMM ||
+	    U4W_OP(h->opcode) == U4W_WRITE_ONLY_IMM) {
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+		wc.imm_data = h->imm;
+	}
+	qp->have_rwqe = false;
+	u4v_cq_push(qp->rcq, &wc, h->flags & U4W_F_SOLICITED);
+}
+
+static bool qp_allows(const struct u4v_qp *qp, int access)
+{
+	return (qp->access & access) == access;
+}
+
+static enum exec_result exec_send(struct u4v_qp *qp, const struct u4w_hdr *h,
+				  const uint8_t *payload, uint8_t *syndrome)
+{
+	const struct u4w_opinfo *info = u4w_opinfo(h->opcode);
+
+	if (info->flags & U4W_OPF_FIRST) {
+		if (qp->in_msg) {
+			*syndrome = U4W_AETH_NAK_INV_REQ;
+			return EXEC_NAK;
+		}
+		if (!take_rwqe(qp))
+			return EXEC_RNR;
+		qp->msg_off = 0;
+		qp->in_msg = true;
+	} else if (!qp->in_msg || qp->wr_mr) {
+		*syndrome = U4W_AETH_NAK_INV_REQ;
+		return EXEC_NAK;
+	}
+	if (!(info->flags & U4W_OPF_LAST) && h->paylen != U4W_GRANULE) {
+		*syndrome = U4W_AETH_NAK_INV_REQ;
+		return EXEC_NAK;
+	}
+	if (qp->msg_off + h->paylen > qp->cur_rwqe.length) {
+		recv_complete(qp, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, h);
+		qp->in_msg = false;
+		*syndrome = U4W_AETH_NAK_INV_REQ;
+		return EXEC_NAK;
+	}
+	u4v_sge_copy_in(qp->cur_rwqe.sge, qp->cur_rwqe.num_sge, qp->msg_off,
+			payload, h->paylen);
+	qp->msg_off += h->paylen;
+	if (info->flags & U4W_OPF_LAST) {
+		recv_complete(qp, IBV_WC_SUCCESS, IBV_WC_RECV,
+			      (uint32_t)qp->msg_off, h);
+		qp->in_msg = false;
+	}
+	return EXEC_OK;
+}
+
+static enum exec_result exec_write(struct u4v_qp *qp, const struct u4w_hdr *h,
+				   const uint8_t *payload, uint8_t *syndrome)
+{
+	const struct u4w_opinfo *info = u4w_opinfo(h->opcode);
+
+	if (info->flags & U4W_OPF_FIRST) {
+		struct u4v_mr *mr = NULL;
+
+		if (qp->in_msg) {
+			*syndrome = U4W_AETH_NAK_INV_REQ;
+			return EXEC_NAK;
+		}
+		if (!qp_allows(qp, IBV_ACCESS_REMOTE_WRITE) ||
+		    u4v_mr_check_remote(qp->pd, h->rkey, h->va, h->dma_len,
+					IBV_ACCESS_REMOTE_WRITE, &mr)) {
+			*syndrome = U4W_AETH_NAK_REM_ACCESS;
+			return EXEC_NAK;
+		}
+		if (h->dma_len > U4V_MAX_MSG_SZ) {
+			*syndrome = U4W_AETH_NAK_INV_REQ;
+			return EXEC_NAK;
+		}
+		qp->wr_mr = mr;
+		qp->wr_va = h->va;
+		qp->wr_len = h->dma_len;
+		qp->msg_off = 0;
+		qp->in_msg = true;
+	} else if (!qp->in_msg || !qp->wr_mr) {
+		*syndrome = U4W_AETH_NAK_INV_REQ;
+		return EXEC_NAK;
+	}
+	if (qp->msg_off + h->paylen > qp->wr_len ||
+	    (!(info->flags & U4W_OPF_LAST) && h->paylen != U4W_GRANULE) ||
+	    ((info->flags & U4W_OPF_LAST) &&
+	     qp->msg_off + h->paylen != qp->wr_len)) {
+		qp->in_msg = false;
+		qp->wr_mr = NULL;
+		*syndrome = U4W_AETH_NAK_INV_REQ;
+		return EXEC_NAK;
+	}
+	/* the immediate needs a receive WQE: find it before touching memory */
+	if ((info->flags & U4W_OPF_IMM) && !take_rwqe(qp))
+		return EXEC_RNR;
+	if (h->paylen)
+		memcpy((void *)(uintptr_t)(qp->wr_va + qp->msg_off), payload,
+		       h->paylen);
+	qp->msg_off += h->paylen;
+	if (info->flags & U4W_OPF_LAST) {
+		qp->in_msg = false;
+		qp->wr_mr = NULL;
+		if (info->flags & U4W_OPF_IMM)
+			recv_complete(qp, IBV_WC_SUCCESS,
+				      IBV_WC_RECV_RDMA_WITH_IMM,
+				      (uint32_t)qp->wr_len, h);
+	}
+	return EXEC_OK;
+}
+
+static bool add_read_job(struct u4v_qp *qp, const struct u4w_hdr *h)
+{
+	struct u4v_read_job *job;
+
+	if (qp->nreads == U4V_MAX_QP_RD_ATOM)
+		return false;
+	job = &qp->reads[qp->nreads++];
+	job->psn = h->psn;
+	job->nframes = u4f_nframes(h->dma_len);
+	job->next = 0;
+	job->va = h->va;
+	job->len = h->dma_len;
+	return true;
+}
+
+static enum exec_result exec_read(struct u4v_qp *qp, const struct u4w_hdr *h,
+				  uint8_t *syndrome)
+{
+	if (!qp_allows(qp, IBV_ACCESS_REMOTE_READ) ||
+	    u4v_mr_check_remote(qp->pd, h->rkey, h->va, h->dma_len,
+				IBV_ACCESS_REMOTE_READ, NULL)) {
+		*syndrome = U4W_AETH_NAK_REM_ACCESS;
+		return EXEC_NAK;
+	}
+	if (h->dma_len > U4V_MAX_MSG_SZ || !add_read_job(qp, h)) {
+		*syndrome = U4W_AETH_NAK_INV_REQ;
+		return EXEC_NAK;
+	}
+	return EXEC_OK;
+}
+
+static bool send_atomic_ack(struct u4v_qp *qp, uint32_t psn, uint64_t orig);
+
+static enum exec_result exec_atomic(struct u4v_qp *qp, const struct u4w_hdr *h,
+				   uint8_t *syndrome)
+{
+	struct u4v_atomic_done *done;
+	uint64_t *target, orig;
+
+	if (h->va & 7) {
+		*syndrome = U4W_AETH_NAK_INV_REQ;
+		return EXEC_NAK;
+	}
+	if (!qp_allows(qp, IBV_ACCESS_REMOTE_ATOMIC) ||
+	    u4v_mr_check_remote(qp->pd, h->rkey, h->va, 8,
+				IBV_ACCESS_REMOTE_ATOMIC, NULL)) {
+		*syndrome = U4W_AETH_NAK_REM_ACCESS;
+		return EXEC_NAK;
+	}
+	/* atomic against every other atomic on this target, in any process */
+	target = (uint64_t *)(uintptr_t)h->va;
+	if (U4W_OP(h->opcode) == U4W_CMP_SWAP) {
+		orig = h->compare;
+		__atomic_compare_exchange_n(target, &orig, h->swap_add, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	} else {
+		orig = __atomic_fetch_add(target, h->swap_add,
+					  __ATOMIC_SEQ_CST);
+	}
+	done = &qp->atomics[qp->atomic_next++ % U4V_MAX_QP_RD_ATOM];
+	done->psn = h->psn;
+	done->orig = orig;
+	done->valid = true;
+	send_atomic_ack(qp, h->psn, orig);
+	return EXEC_OK;
+}
+
+static enum exec_result exec_request(struct u4v_qp *qp,
+				     const struct u4w_hdr *h,
+				     const uint8_t *payload, uint8_t *syndrome)
+{
+	const struct u4w_opinfo *info = u4w_opinfo(h->opcode);
+
+	if (info->flags & U4W_OPF_READ)
+		return exec_read(qp, h, syndrome);
+	if (info->flags & U4W_OPF_ATOMIC)
+		return exec_atomic(qp, h, syndrome);
+	if (info->flags & U4W_OPF_WRITE)
+		return exec_write(qp, h, payload, syndrome);
+	return exec_send(qp, h, payload, syndrome);
+}
+
+/* Build an AETH-carrying frame. Caller holds peer->tx_lock. */
+static bool emit_aeth(struct u4v_qp *qp, uint8_t op, uint8_t syndrome,
+		      uint32_t psn, uint64_t orig)
+{
+	struct u4w_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = U4W_RC | op;
+	h.dst_qpn = qp->dest_qpn;
+	h.src_qpn = qp->qpn;
+	h.psn = psn;
+	h.syndrome = syndrome;
+	h.rnr_timer = qp->min_rnr_timer;
+	h.msn = qp->msn;
+	h.orig = orig;
+	return u4v_tx_frame(qp->peer, &h, NULL, 0, NULL, 0, 0);
+}
+
+static bool send_now(struct u4v_qp *qp, uint8_t op, uint8_t syndrome,
+		     uint32_t psn, uint64_t orig)
+{
+	struct u4v_peer *peer = qp->peer;
+	bool ok;
+
+	pthread_spin_lock(&peer->tx_lock);
+	ok = emit_aeth(qp, op, syndrome, psn, orig);
+	u4v_tx_doorbell(peer);
+	pthread_spin_unlock(&peer->tx_lock);
+	return ok;
+}
+
+static bool send_atomic_ack(struct u4v_qp *qp, uint32_t psn, uint64_t orig)
+{
+	/* lost when the ring is full: the requester asks again */
+	return send_now(qp, U4W_ATOMIC_ACK, U4W_AETH_ACK, psn, orig);
+}
+
+void u4v_send_ack(struct u4v_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	if (!send_now(qp, U4W_ACK, syndrome, psn, 0) &&
+	    syndrome == U4W_AETH_ACK) {
+		qp->ack_pending = true;
+		u4v_peer_schedule(qp->peer, qp);
+	}
+}
+
+/* The PSN an ACK may cover: not past READ responses still unsent. */
+static uint32_t ackable_psn(const struct u4v_qp *qp)
+{
+	uint32_t a = psn_add(qp->epsn, U4V_PSN_MASK);
+
+	if (qp->nreads) {
+		uint32_t lim = psn_add(qp->reads[0].psn + qp->reads[0].next,
+				       U4V_PSN_MASK);
+
+		if (psn_lt(lim, a))
+			a = lim;
+	}
+	return a;
+}
+
+/* READ responses and the pending ACK. Caller holds peer->tx_lock. */
+static bool resp_tx_locked(struct u4v_qp *qp)
+{
+	struct u4w_hdr h;
+
+	while (qp->nreads) {
+		struct u4v_read_job *job = &qp->reads[0];
+
+		while (job->next < job->nframes) {
+			uint32_t k = job->next, n = job->nframes;
+			uint32_t op = n == 1	       ? U4W_READ_RESP_ONLY :
+				      k == 0	       ? U4W_READ_RESP_FIRST :
+				      k + 1 == n       ? U4W_READ_RESP_LAST :
+							 U4W_READ_RESP_MIDDLE;
+			uint32_t len = u4f_frame_len(job->len, k);
+
+			memset(&h, 0, sizeof(h));
+			h.opcode = U4W_RC | op;
+			h.dst_qpn = qp->dest_qpn;
+			h.src_qpn = qp->qpn;
+			h.psn = psn_add(job->psn, k);
+			h.msn = qp->msn;
+			h.paylen = (uint16_t)len;
+			if (!u4v_tx_frame(qp->peer, &h,
+					  (const void *)(uintptr_t)(job->va +
+						(uint64_t)k * U4W_GRANULE),
+					  len, NULL, 0, 0))
+				return false;
+			job->next++;
+		}
+		memmove(&qp->reads[0], &qp->reads[1],
+			sizeof(*qp->reads) * --qp->nreads);
+		qp->ack_pending = true;
+	}
+	if (qp->ack_pending) {
+		if (!emit_aeth(qp, U4W_ACK, U4W_AETH_ACK, ackable_psn(qp), 0))
+			return false;
+		qp->ack_pending = false;
+	}
+	return true;
+}
+
+void u4v_resp_tx(struct u4v_qp *qp)
+{
+	struct u4v_peer *peer = qp->peer;
+	bool done;
+
+	if (qp->type != IBV_QPT_RC || !peer ||
+	    (!qp->nreads && !qp->ack_pending))
+		return;
+	pthread_spin_lock(&peer->tx_lock);
+	done = resp_tx_locked(qp);
+	u4v_tx_doorbell(peer);
+	pthread_spin_unlock(&peer->tx_lock);
+	if (!done)
+		u4v_peer_schedule(peer, qp);
+}
+
+void u4v_resp_flush_ack(struct u4v_qp *qp)
+{
+	u4v_resp_tx(qp);
+}
+
+static void duplicate(struct u4v_qp *qp, const struct u4w_hdr *h)
+{
+	const struct u4w_opinfo *info = u4w_opinfo(h->opcode);
+	uint32_t i;
+
+	cnt_inc(qp, &qp->ctx->cnt->dup_frames_rcvd);
+	if (info->flags & U4W_OPF_READ) {
+		/* the requester lost responses: send them again from psn */
+		for (i = 0; i < qp->nreads; i++) {
+			struct u4v_read_job *job = &qp->reads[i];
+			int32_t d = psn_diff(h->psn, job->psn);
+
+			if (d >= 0 && d < (int32_t)job->nframes) {
+				if ((uint32_t)d < job->next)
+					job->next = (uint32_t)d;
+				return;
+			}
+		}
+		if (qp_allows(qp, IBV_ACCESS_REMOTE_READ) &&
+		    !u4v_mr_check_remote(qp->pd, h->rkey, h->va, h->dma_len,
+					 IBV_ACCESS_REMOTE_READ, NULL))
+			add_read_job(qp, h);
+		return;
+	}
+	if (info->flags & U4W_OPF_ATOMIC) {
+		for (i = 0; i < U4V_MAX_QP_RD_ATOM; i++) {
+			struct u4v_atomic_done *d = &qp->atomics[i];
+
+			if (d->valid && d->psn == h->psn) {
+				send_atomic_ack(qp, h->psn, d->orig);
+				return;
+			}
+		}
+		return;
+	}
+	qp->ack_pending = true; /* tell the requester where we are */
+}
+
+static void after_exec(struct u4v_qp *qp, const struct u4w_hdr *h,
+		       enum exec_result r, uint8_t syndrome)
+{
+	const struct u4w_opinfo *info = u4w_opinfo(h->opcode);
+
+	switch (r) {
+	case EXEC_OK:
+		qp->epsn = psn_add(qp->epsn, (info->flags & U4W_OPF_READ) ?
+						     u4f_nframes(h->dma_len) :
+						     1);
+		if (info->flags & U4W_OPF_LAST)
+			qp->msn = (qp->msn + 1) & U4V_PSN_MASK;
+		qp->nak_sent = false;
+		qp->ack_pending = true;
+		break;
+	case EXEC_RNR:
+		cnt_inc(qp, &qp->ctx->cnt->rnr_naks_sent);
+		u4v_send_ack(qp, U4W_AETH_RNR_NAK, h->psn);
+		break;
+	case EXEC_NAK:
+		qp->in_msg = false;
+		qp->wr_mr = NULL;
+		u4v_send_ack(qp, syndrome, h->psn);
+		break;
+	}
+}
+
+static void rc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
+		     const uint8_t *payload, const void *frame, uint32_t len)
+{
+	int32_t d = psn_diff(h->psn, qp->epsn);
+	enum exec_result r;
+	uint8_t syndrome = 0;
+	void *held;
+	uint32_t hlen;
+
+	if (d < 0) {
+		duplicate(qp, h);
+		return;
+	}
+	if (d > 0) {
+		int ret = u4f_reorder_hold(&qp->req_reorder, qp->epsn, h->psn,
+					   frame, len);
+
+		if (!ret)
+			cnt_inc(qp, &qp->ctx->cnt->ooo_frames);
+		if (!qp->nak_sent) {
+			qp->nak_sent = true;
+			cnt_inc(qp, &qp->ctx->cnt->seq_naks_sent);
+			u4v_send_ack(qp, U4W_AETH_NAK_SEQ, qp->epsn);
+		}
+		return;
+	}
+	r = exec_request(qp, h, payload, &syndrome);
+	after_exec(qp, h, r, syndrome);
+	/* a tail that came before its head is executed now, in order */
+	while (r == EXEC_OK && u4f_reorder_take(&qp->req_reorder, qp->epsn,
+						&held, &hlen)) {
+		struct u4w_hdr hh;
+
+		if (!u4w_decode(held, hlen, &hh)) {
+			r = exec_request(qp, &hh,
+					 (const uint8_t *)held +
+						 u4w_hdr_len(hh.opcode),
+					 &syndrome);
+			after_exec(qp, &hh, r, syndrome);
+		}
+		free(held);
+	}
+}
+
+/* UC: no ACKs; a message with a hole is dropped whole. */
+static void uc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
+		     const uint8_t *payload)
+{
+	const struct u4w_opinfo *info = u4w_opinfo(h->opcode);
+	enum exec_result r;
+	uint8_t syndrome;
+
+	if (h->psn != qp->epsn || (info->flags & U4W_OPF_FIRST)) {
+		if (qp->in_msg) {
+			/* abandon: the receive WQE is kept for the next one */
+			qp->in_msg = false;
+			qp->wr_mr = NULL;
+		}
+		qp->uc_drop = !(info->flags & U4W_OPF_FIRST);
+	}
+	qp->epsn = psn_add(h->psn, 1);
+	if (qp->uc_drop)
+		return;
+	r = exec_request(qp, h, payload, &syndrome);
+	if (r != EXEC_OK) {
+		qp->in_msg = false;
+		qp->wr_mr = NULL;
+		qp->uc_drop = !(info->flags & U4W_OPF_LAST);
+	}
+}
+
+void u4v_resp_frame(struct u4v_qp *qp, struct u4v_peer *peer,
+		    const struct u4w_hdr *h, const uint8_t *payload,
+		    const void *frame, uint32_t len)
+{
+	(void)peer;
+	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS &&
+	    qp->state != IBV_QPS_SQD)
+		return;
+	if (qp->type == IBV_QPT_UC)
+		uc_frame(qp, h, payload);
+	else
+		rc_frame(qp, h, payload, frame, len);
+}
+
+void u4v_qp_tx(struct u4v_qp *qp)
+{
+	u4v_resp_tx(qp);
+	u4v_req_push(qp);
+}
