@@ -28,6 +28,8 @@
 #include <usb4verbs/link.h>
 #include <usb4verbs/sim.h>
 
+#define SPIN 256 /* failed polls before wait() */
+
 static const char *g_name;
 static uint64_t g_frames = 2000000;
 static uint32_t g_batch = 32;
@@ -55,13 +57,21 @@ static int receiver(void)
 	__atomic_store_n(&g_res->ready, 1, __ATOMIC_RELEASE);
 	while (!(c = d->ops->chan_accept(d)))
 		d->ops->wait(d, u4l_now_ns() + 10000000ull);
+	uint32_t misses = 0;
 	while (got < g_frames) {
 		if (d->ops->rx_peek(c, &f) != 1) {
-			continue; /* busy poll: the engine's hot path */
+			/* poll like the engine: spin a little, then sleep */
+			if (++misses > SPIN) {
+				d->ops->wait(d, u4l_now_ns() + 1000000ull);
+				misses = 0;
+			}
+			continue;
 		}
+		misses = 0;
 		if (!got)
 			g_res->t_first = u4l_now_ns();
-		if (f.len != U4L_FRAME_MAX || ((const uint64_t *)f.buf)[0] != got)
+		if (f.len != U4L_FRAME_MAX ||
+		    ((const uint64_t *)f.buf)[0] != got)
 			bad++;
 		if (g_copy) {
 			memcpy(mr + off, f.buf, f.len);
@@ -83,6 +93,7 @@ static int sender(void)
 	struct u4l_chan *c;
 	static uint8_t src[1 << 20] __attribute__((aligned(64)));
 	uint64_t sent = 0, off = 0;
+	uint32_t misses = 0;
 
 	memset(src, 0x5a, sizeof(src));
 	if (u4l_sim_open(g_name, 0, &d))
@@ -94,7 +105,8 @@ static int sender(void)
 	while (sent < g_frames) {
 		uint32_t n = 0;
 		void *buf;
-		while (n < g_batch && sent < g_frames && (buf = d->ops->tx_slot(c))) {
+		while (n < g_batch && sent < g_frames &&
+		       (buf = d->ops->tx_slot(c))) {
 			if (g_copy) {
 				memcpy(buf, src + off, U4L_FRAME_MAX);
 				off = (off + U4L_FRAME_MAX) & (sizeof(src) - 1);
@@ -104,10 +116,13 @@ static int sender(void)
 			sent++;
 			n++;
 		}
-		if (n)
+		if (n) {
 			d->ops->tx_doorbell(c);
-		else
-			d->ops->tx_space(c);
+			misses = 0;
+		} else if (!d->ops->tx_space(c) && ++misses > SPIN) {
+			d->ops->wait(d, u4l_now_ns() + 1000000ull);
+			misses = 0;
+		}
 	}
 	/* keep the context alive until the receiver is done */
 	while (!__atomic_load_n(&g_res->received, __ATOMIC_ACQUIRE))
@@ -147,7 +162,8 @@ int main(int argc, char **argv)
 			threads = true;
 		else {
 			fprintf(stderr,
-				"usage: %s [-n frames] [-d depth] [-b batch] [-r rate_bps] "
+				"usage: %s [-n frames] [-d depth] [-b batch] "
+				"[-r rate_bps] "
 				"[--nocopy] [--threads]\n",
 				argv[0]);
 			return 2;
@@ -162,8 +178,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "u4l_sim_create: %s\n", strerror(-rc));
 		return 1;
 	}
-	g_res = mmap(NULL, sizeof(*g_res), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-		     -1, 0);
+	g_res = mmap(NULL, sizeof(*g_res), PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (g_res == MAP_FAILED)
 		return 1;
 	memset(g_res, 0, sizeof(*g_res));
@@ -186,17 +202,20 @@ int main(int argc, char **argv)
 	}
 	u4l_sim_destroy(name);
 	if (status || g_res->received != g_frames) {
-		fprintf(stderr, "sim_throughput: failed (status %d, received %llu)\n", status,
-			(unsigned long long)g_res->received);
+		fprintf(stderr,
+			"sim_throughput: failed (status %d, received %llu)\n",
+			status, (unsigned long long)g_res->received);
 		return 1;
 	}
 	double secs = (double)(g_res->t_last - g_res->t_first) / 1e9;
 	double fps = (double)(g_frames - 1) / secs;
-	printf("sim_throughput: frames=%llu size=%u depth=%u batch=%u rate_bps=%llu copy=%s "
+	printf("sim_throughput: frames=%llu size=%u depth=%u batch=%u "
+	       "rate_bps=%llu copy=%s "
 	       "mode=%s secs=%.3f frames_per_s=%.0f GB_per_s=%.2f bad=%llu\n",
-	       (unsigned long long)g_frames, U4L_FRAME_MAX, cfg.ring_depth, g_batch,
-	       (unsigned long long)cfg.rate_bps,
-	       g_copy ? "in+out" : "none", threads ? "threads" : "processes", secs, fps,
-	       fps * U4L_FRAME_MAX / 1e9, (unsigned long long)g_res->bad);
+	       (unsigned long long)g_frames, U4L_FRAME_MAX, cfg.ring_depth,
+	       g_batch, (unsigned long long)cfg.rate_bps,
+	       g_copy ? "in+out" : "none", threads ? "threads" : "processes",
+	       secs, fps, fps * U4L_FRAME_MAX / 1e9,
+	       (unsigned long long)g_res->bad);
 	return g_res->bad ? 1 : 0;
 }

@@ -42,7 +42,8 @@ static unsigned reclaim_dead_locked(struct sim_dev *dev)
 	unsigned n = 0;
 
 	for (uint32_t i = 0; i < U4L_MAX_CTX; i++) {
-		if (__atomic_load_n(&s->ctx[i].state, __ATOMIC_RELAXED) != SIM_CTX_ALIVE)
+		if (__atomic_load_n(&s->ctx[i].state, __ATOMIC_RELAXED) !=
+		    SIM_CTX_ALIVE)
 			continue;
 		if (pid_alive(s->ctx[i].pid))
 			continue;
@@ -73,7 +74,8 @@ static void sim_close(struct u4l_dev *d)
 
 	if (sim_lock(s) == 0) {
 		struct sim_ctx_slot *x = &s->ctx[dev->id];
-		/* Only our own incarnation: not after reclamation, not in a fork child. */
+		/* Only our own incarnation: not after reclamation, not in a
+		 * fork child. */
 		if (x->state == SIM_CTX_ALIVE && x->pid == getpid() &&
 		    x->gen == dev->gen)
 			sim_ctx_free_locked(dev->fd, s, dev->id);
@@ -90,7 +92,10 @@ static void sim_close(struct u4l_dev *d)
 	dev_unmap(dev);
 }
 
-static uint32_t sim_ctx_id(struct u4l_dev *d) { return to_dev(d)->id; }
+static uint32_t sim_ctx_id(struct u4l_dev *d)
+{
+	return to_dev(d)->id;
+}
 
 /* Alive = attached and its process exists (one kill(0) syscall). */
 static bool sim_ctx_alive(struct u4l_dev *d, uint32_t remote)
@@ -99,9 +104,11 @@ static bool sim_ctx_alive(struct u4l_dev *d, uint32_t remote)
 
 	if (remote >= U4L_MAX_CTX)
 		return false;
-	if (__atomic_load_n(&s->ctx[remote].state, __ATOMIC_ACQUIRE) != SIM_CTX_ALIVE)
+	if (__atomic_load_n(&s->ctx[remote].state, __ATOMIC_ACQUIRE) !=
+	    SIM_CTX_ALIVE)
 		return false;
-	return pid_alive(__atomic_load_n(&s->ctx[remote].pid, __ATOMIC_RELAXED));
+	return pid_alive(
+	    __atomic_load_n(&s->ctx[remote].pid, __ATOMIC_RELAXED));
 }
 
 /* A process-local handle on channel slot idx, or NULL (ENOMEM / gone). */
@@ -127,7 +134,8 @@ static struct sim_chan_h *handle_new(struct sim_dev *dev, uint32_t idx)
 	h->idx = idx;
 	h->ent = e;
 	h->gs = gs;
-	h->c = (struct sim_chan *)((char *)s + s->chan_off + (uint64_t)idx * s->chan_stride);
+	h->c = (struct sim_chan *)((char *)s + s->chan_off +
+				   (uint64_t)idx * s->chan_stride);
 	h->depth = s->ring_depth;
 	h->mask = s->ring_depth - 1;
 	h->loop = e->loop;
@@ -161,9 +169,11 @@ static int find_chan_locked(struct sim_seg *s, uint32_t x, uint32_t y)
 {
 	for (uint32_t i = 0; i < s->nslots; i++) {
 		struct sim_chan_ent *e = &s->chans[i];
-		if (!(__atomic_load_n(&e->gs, __ATOMIC_RELAXED) & SIM_CHAN_ACTIVE))
+		if (!(__atomic_load_n(&e->gs, __ATOMIC_RELAXED) &
+		      SIM_CHAN_ACTIVE))
 			continue;
-		if ((e->ctx[0] == x && e->ctx[1] == y) || (e->ctx[0] == y && e->ctx[1] == x))
+		if ((e->ctx[0] == x && e->ctx[1] == y) ||
+		    (e->ctx[0] == y && e->ctx[1] == x))
 			return (int)i;
 	}
 	return -1;
@@ -180,7 +190,8 @@ static int chan_create_locked(struct sim_dev *dev, uint32_t remote)
 		if (s->loop_used >= SIM_LOOP_CHANNELS)
 			return -ENOSPC;
 	} else if (s->cross_used >= s->max_channels) {
-		if (!reclaim_dead_locked(dev) || s->cross_used >= s->max_channels)
+		if (!reclaim_dead_locked(dev) ||
+		    s->cross_used >= s->max_channels)
 			return -ENOSPC;
 		if (s->ctx[remote].state != SIM_CTX_ALIVE)
 			return -EHOSTUNREACH;
@@ -189,7 +200,8 @@ static int chan_create_locked(struct sim_dev *dev, uint32_t remote)
 	for (uint32_t k = 0; k < s->nslots; k++) {
 		/* round robin: a just-freed slot is reused last */
 		uint32_t i = (s->chan_cursor + k) % s->nslots;
-		if (!(__atomic_load_n(&s->chans[i].gs, __ATOMIC_RELAXED) & SIM_CHAN_ACTIVE)) {
+		if (!(__atomic_load_n(&s->chans[i].gs, __ATOMIC_RELAXED) &
+		      SIM_CHAN_ACTIVE)) {
 			idx = (int)i;
 			break;
 		}
@@ -216,13 +228,15 @@ static int chan_create_locked(struct sim_dev *dev, uint32_t remote)
 	else
 		s->cross_used++;
 	if (remote != me) {
-		__atomic_add_fetch(&s->ctx[remote].accept_gen, 1, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&s->ctx[remote].accept_gen, 1,
+				   __ATOMIC_RELEASE);
 		sim_wake_ctx(s, remote);
 	}
 	return idx;
 }
 
-static int sim_chan_get(struct u4l_dev *d, uint32_t remote, struct u4l_chan **out)
+static int sim_chan_get(struct u4l_dev *d, uint32_t remote,
+			struct u4l_chan **out)
 {
 	struct sim_dev *dev = to_dev(d);
 	struct sim_seg *s = dev->seg;
@@ -243,7 +257,8 @@ static int sim_chan_get(struct u4l_dev *d, uint32_t remote, struct u4l_chan **ou
 	rc = sim_lock(s);
 	if (rc)
 		goto out;
-	if (s->ctx[remote].state != SIM_CTX_ALIVE || !pid_alive(s->ctx[remote].pid)) {
+	if (s->ctx[remote].state != SIM_CTX_ALIVE ||
+	    !pid_alive(s->ctx[remote].pid)) {
 		rc = -EHOSTUNREACH;
 		goto out_seg;
 	}
@@ -256,7 +271,8 @@ static int sim_chan_get(struct u4l_dev *d, uint32_t remote, struct u4l_chan **ou
 		}
 	} else if (s->chans[idx].ctx[1] == dev->id) {
 		/* We found it ourselves: chan_accept() will not report it. */
-		__atomic_store_n(&s->chans[idx].accept_pending, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->chans[idx].accept_pending, 0,
+				 __ATOMIC_RELAXED);
 	}
 	h = handle_new(dev, (uint32_t)idx);
 	if (!h) {
@@ -287,11 +303,14 @@ static struct u4l_chan *sim_chan_accept(struct u4l_dev *d)
 	for (uint32_t i = 0; i < s->nslots && !h; i++) {
 		struct sim_chan_ent *e = &s->chans[i];
 		uint32_t one = 1;
-		if (!(__atomic_load_n(&e->gs, __ATOMIC_ACQUIRE) & SIM_CHAN_ACTIVE) ||
-		    e->ctx[1] != me || e->ctx[0] == me || e->ctx[0] >= U4L_MAX_CTX)
+		if (!(__atomic_load_n(&e->gs, __ATOMIC_ACQUIRE) &
+		      SIM_CHAN_ACTIVE) ||
+		    e->ctx[1] != me || e->ctx[0] == me ||
+		    e->ctx[0] >= U4L_MAX_CTX)
 			continue;
-		if (!__atomic_compare_exchange_n(&e->accept_pending, &one, 0, false,
-						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		if (!__atomic_compare_exchange_n(&e->accept_pending, &one, 0,
+						 false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_RELAXED))
 			continue;
 		uint32_t remote = e->ctx[0];
 		struct sim_chan_h *old = dev->handles[remote];
@@ -301,7 +320,8 @@ static struct u4l_chan *sim_chan_accept(struct u4l_dev *d)
 			handle_retire(dev, remote);
 		h = handle_new(dev, i);
 		if (!h) { /* ENOMEM or freed meanwhile: report it later */
-			__atomic_store_n(&e->accept_pending, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&e->accept_pending, 1,
+					 __ATOMIC_RELAXED);
 			break;
 		}
 		__atomic_store_n(&dev->handles[remote], h, __ATOMIC_RELEASE);
@@ -310,7 +330,8 @@ static struct u4l_chan *sim_chan_accept(struct u4l_dev *d)
 	bool more = false;
 	for (uint32_t i = 0; h && i < s->nslots && !more; i++) {
 		struct sim_chan_ent *e = &s->chans[i];
-		more = (__atomic_load_n(&e->gs, __ATOMIC_ACQUIRE) & SIM_CHAN_ACTIVE) &&
+		more = (__atomic_load_n(&e->gs, __ATOMIC_ACQUIRE) &
+			SIM_CHAN_ACTIVE) &&
 		       e->ctx[1] == me && e->ctx[0] != me &&
 		       __atomic_load_n(&e->accept_pending, __ATOMIC_RELAXED);
 	}
@@ -338,16 +359,18 @@ static void sim_wait(struct u4l_dev *d, uint64_t deadline_ns)
 	uint64_t now = u4l_now_ns(), next = deadline_ns;
 	bool ready = false;
 
-	if (__atomic_exchange_n(&dev->kicked, 0, __ATOMIC_ACQ_REL) || now >= deadline_ns)
+	if (__atomic_exchange_n(&dev->kicked, 0, __ATOMIC_ACQ_REL) ||
+	    now >= deadline_ns)
 		return;
 	__atomic_add_fetch(&x->sleepers, 1, __ATOMIC_SEQ_CST);
 	uint32_t w = __atomic_load_n(&x->wake, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&dev->kicked, __ATOMIC_SEQ_CST) ||
 	    __atomic_load_n(&x->accept_gen, __ATOMIC_ACQUIRE) !=
-		    __atomic_load_n(&dev->accept_seen, __ATOMIC_RELAXED))
+		__atomic_load_n(&dev->accept_seen, __ATOMIC_RELAXED))
 		ready = true;
 	for (uint32_t i = 0; i < U4L_MAX_CTX && !ready; i++) {
-		struct sim_chan_h *h = __atomic_load_n(&dev->handles[i], __ATOMIC_ACQUIRE);
+		struct sim_chan_h *h =
+		    __atomic_load_n(&dev->handles[i], __ATOMIC_ACQUIRE);
 		if (h && sim_chan_ready(h, now, &next))
 			ready = true;
 	}
@@ -367,10 +390,12 @@ static void sim_kick(struct u4l_dev *d)
 	struct sim_ctx_slot *x = &dev->seg->ctx[dev->id];
 
 	__atomic_store_n(&dev->kicked, 1, __ATOMIC_SEQ_CST);
-	/* Always bump: a sleeper that read `wake` before this must not block. */
+	/* Always bump: a sleeper that read `wake` before this must not block.
+	 */
 	__atomic_add_fetch(&x->wake, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&x->sleepers, __ATOMIC_SEQ_CST))
-		syscall(SYS_futex, &x->wake, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+		syscall(SYS_futex, &x->wake, FUTEX_WAKE, INT32_MAX, NULL, NULL,
+			0);
 }
 
 static struct u4l_counters *sim_counters(struct u4l_dev *d)
@@ -380,27 +405,29 @@ static struct u4l_counters *sim_counters(struct u4l_dev *d)
 
 static uint64_t sim_wire_rate(struct u4l_dev *d)
 {
-	return __atomic_load_n(&to_dev(d)->seg->cfg.rate_bps, __ATOMIC_RELAXED) / 8;
+	return __atomic_load_n(&to_dev(d)->seg->cfg.rate_bps,
+			       __ATOMIC_RELAXED) /
+	       8;
 }
 
 static const struct u4l_ops sim_ops = {
-	.name = "sim",
-	.close = sim_close,
-	.ctx_id = sim_ctx_id,
-	.ctx_alive = sim_ctx_alive,
-	.chan_get = sim_chan_get,
-	.chan_accept = sim_chan_accept,
-	.chan_remote = sim_chan_remote,
-	.tx_slot = sim_tx_slot,
-	.tx_post = sim_tx_post,
-	.tx_doorbell = sim_tx_doorbell,
-	.tx_space = sim_tx_space,
-	.rx_peek = sim_rx_peek,
-	.rx_release = sim_rx_release,
-	.wait = sim_wait,
-	.kick = sim_kick,
-	.counters = sim_counters,
-	.wire_rate = sim_wire_rate,
+    .name = "sim",
+    .close = sim_close,
+    .ctx_id = sim_ctx_id,
+    .ctx_alive = sim_ctx_alive,
+    .chan_get = sim_chan_get,
+    .chan_accept = sim_chan_accept,
+    .chan_remote = sim_chan_remote,
+    .tx_slot = sim_tx_slot,
+    .tx_post = sim_tx_post,
+    .tx_doorbell = sim_tx_doorbell,
+    .tx_space = sim_tx_space,
+    .rx_peek = sim_rx_peek,
+    .rx_release = sim_rx_release,
+    .wait = sim_wait,
+    .kick = sim_kick,
+    .counters = sim_counters,
+    .wire_rate = sim_wire_rate,
 };
 
 int u4l_sim_open(const char *shm_name, uint32_t end, struct u4l_dev **out)

@@ -39,8 +39,8 @@
 #define SIM_VERSION 1u
 #define SIM_PAGE 4096u
 #define SIM_CL 64
-#define SIM_LOOP_CHANNELS 64u	/* loopback channel slots per cable */
-#define SIM_MAX_CHANNELS 1024u	/* upper bound for config.max_channels */
+#define SIM_LOOP_CHANNELS 64u  /* loopback channel slots per cable */
+#define SIM_MAX_CHANNELS 1024u /* upper bound for config.max_channels */
 #define SIM_MIN_DEPTH 16u
 #define SIM_MAX_DEPTH 4096u
 
@@ -60,17 +60,24 @@ struct sim_desc {
 #define SIM_DF_POSTED 0x004u
 #define SIM_DF_INTERRUPT 0x008u
 
-static inline uint32_t sim_d_flags(uint32_t w) { return w >> SIM_D_FLAGS_SHIFT; }
+static inline uint32_t sim_d_flags(uint32_t w)
+{
+	return w >> SIM_D_FLAGS_SHIFT;
+}
 static inline uint32_t sim_d_len(uint32_t w)
 {
 	uint32_t l = w & 0xfffu;
 	return l ? l : U4L_FRAME_MAX;
 }
-static inline uint32_t sim_d_pdf(uint32_t w) { return (w >> SIM_D_EOF_SHIFT) & 0xfu; }
+static inline uint32_t sim_d_pdf(uint32_t w)
+{
+	return (w >> SIM_D_EOF_SHIFT) & 0xfu;
+}
 static inline uint32_t sim_d_make(uint32_t len, uint32_t pdf, uint32_t flags)
 {
 	return (len & 0xfffu) | (pdf & 0xfu) << SIM_D_EOF_SHIFT |
-	       (pdf & 0xfu) << SIM_D_SOF_SHIFT | (flags & 0xfffu) << SIM_D_FLAGS_SHIFT;
+	       (pdf & 0xfu) << SIM_D_SOF_SHIFT |
+	       (flags & 0xfffu) << SIM_D_FLAGS_SHIFT;
 }
 
 /* Sim-private per-RX-slot metadata, parallel to rx_desc. */
@@ -110,7 +117,8 @@ struct sim_chan_ent {
 	uint32_t accept_pending; /* ctx[1] has not seen it yet */
 	uint8_t ctx[2];
 	uint8_t end[2];
-	uint8_t loop; /* both on one end: no wire model, no faults, no counters */
+	uint8_t
+	    loop; /* both on one end: no wire model, no faults, no counters */
 	uint8_t pad[3];
 };
 
@@ -170,7 +178,8 @@ struct sim_chan {
 /* Layout helpers. */
 static inline struct sim_chan *sim_chan_at(struct sim_seg *s, uint32_t i)
 {
-	return (struct sim_chan *)((char *)s + s->chan_off + (uint64_t)i * s->chan_stride);
+	return (struct sim_chan *)((char *)s + s->chan_off +
+				   (uint64_t)i * s->chan_stride);
 }
 uint64_t sim_dir_size(uint32_t depth);
 void sim_layout(uint32_t depth, uint32_t max_channels, uint64_t *chan_off,
@@ -228,10 +237,11 @@ struct sim_dev {
 	struct sim_seg *seg;
 	size_t map_len;
 	uint32_t id;
-	uint32_t gen; /* sim_ctx_slot.gen of our attachment */
+	uint32_t gen;	      /* sim_ctx_slot.gen of our attachment */
 	pthread_mutex_t lock; /* chan_get / chan_accept / handle table */
-	struct sim_chan_h *handles[U4L_MAX_CTX]; /* by remote ctx; atomic loads */
-	struct sim_chan_h *graveyard;		  /* dead handles, freed at close */
+	struct sim_chan_h
+	    *handles[U4L_MAX_CTX];    /* by remote ctx; atomic loads */
+	struct sim_chan_h *graveyard; /* dead handles, freed at close */
 	uint32_t accept_seen;
 	uint32_t kicked;
 };

@@ -23,7 +23,8 @@
 
 #define SIM_FUTURE_MAX_NS 60000000000ull /* later than this = corrupted */
 
-void sim_ring_layout(struct sim_seg *s, uint32_t idx, uint32_t d, struct sim_ring *r)
+void sim_ring_layout(struct sim_seg *s, uint32_t idx, uint32_t d,
+		     struct sim_ring *r)
 {
 	uint32_t depth = s->ring_depth;
 	uint64_t slot = s->chan_off + (uint64_t)idx * s->chan_stride;
@@ -56,9 +57,11 @@ void sim_chan_init_rings(struct sim_seg *s, uint32_t idx)
 		sim_ring_layout(s, idx, d, &r);
 		memset(r.ctl, 0, sizeof(*r.ctl));
 		for (uint32_t j = 0; j < s->ring_depth; j++) {
-			r.rx_desc[j].addr = r.rx_pool_off + (uint64_t)j * U4L_FRAME_MAX;
+			r.rx_desc[j].addr =
+			    r.rx_pool_off + (uint64_t)j * U4L_FRAME_MAX;
 			r.rx_desc[j].time = 0;
-			__atomic_store_n(&r.rx_desc[j].w, RX_POSTED_W, __ATOMIC_RELAXED);
+			__atomic_store_n(&r.rx_desc[j].w, RX_POSTED_W,
+					 __ATOMIC_RELAXED);
 		}
 	}
 }
@@ -90,7 +93,10 @@ void sim_wake_ctx(struct sim_seg *s, uint32_t ctx)
 	syscall(SYS_futex, &x->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-static inline uint64_t now_ns(void) { return u4l_now_ns(); }
+static inline uint64_t now_ns(void)
+{
+	return u4l_now_ns();
+}
 
 /* Reserve the wire of direction `end` for one frame; returns departure. */
 static uint64_t wire_reserve(struct sim_seg *s, uint32_t end, uint64_t now,
@@ -105,7 +111,8 @@ static uint64_t wire_reserve(struct sim_seg *s, uint32_t end, uint64_t now,
 		if (start - now > SIM_FUTURE_MAX_NS) /* corrupted: restart */
 			start = now;
 		dep = start + ser;
-		if (__atomic_compare_exchange_n(fa, &cur, dep, true, __ATOMIC_RELAXED,
+		if (__atomic_compare_exchange_n(fa, &cur, dep, true,
+						__ATOMIC_RELAXED,
 						__ATOMIC_RELAXED))
 			break;
 	}
@@ -134,8 +141,8 @@ static bool rx_slot(struct sim_ring *r, uint32_t j, bool e2e)
 }
 
 static void deliver(struct sim_ring *r, uint32_t j, const uint8_t *src,
-		    uint32_t len, uint32_t pdf, uint32_t dflags, uint32_t mflags,
-		    uint64_t arrival, bool garble)
+		    uint32_t len, uint32_t pdf, uint32_t dflags,
+		    uint32_t mflags, uint64_t arrival, bool garble)
 {
 	uint8_t *dst = r->rx_pool + (size_t)j * U4L_FRAME_MAX;
 
@@ -177,8 +184,8 @@ static bool deliver_held(struct sim_ring *r, uint32_t mask, uint32_t *fill,
 		return true;
 	}
 	deliver(r, j, r->held, sim_d_len(w), sim_d_pdf(w),
-		sim_d_flags(w) & SIM_DF_RX_CRC, ctl->held_mflags & U4L_RX_NOWAKE,
-		ctl->held_arrival, false);
+		sim_d_flags(w) & SIM_DF_RX_CRC,
+		ctl->held_mflags & U4L_RX_NOWAKE, ctl->held_arrival, false);
 	(*fill)++;
 	acc->rx_frames++;
 	acc->rx_bytes += sim_d_len(w);
@@ -192,7 +199,8 @@ static inline void tx_complete(struct sim_ring *r, uint32_t i, uint32_t w,
 			       uint64_t t)
 {
 	r->tx_done[i] = t;
-	__atomic_store_n(&r->tx_desc[i].w, w | SIM_DF_COMPLETED << SIM_D_FLAGS_SHIFT,
+	__atomic_store_n(&r->tx_desc[i].w,
+			 w | SIM_DF_COMPLETED << SIM_D_FLAGS_SHIFT,
 			 __ATOMIC_RELEASE);
 }
 
@@ -220,7 +228,7 @@ static void engine_move(struct sim_chan_h *h, uint32_t d, struct sim_snap *snap,
 	uint32_t moved = ctl->tx_moved, fill = ctl->rx_fill;
 	uint32_t run = ++ctl->run_seq;
 	if (ctl->held > 2)
-		ctl->held = 0; /* corrupted */
+		ctl->held = 0;	  /* corrupted */
 	if (prod - moved > depth) /* corrupted by the sender: resynchronise */
 		moved = prod;
 	uint64_t now = now_ns();
@@ -228,14 +236,19 @@ static void engine_move(struct sim_chan_h *h, uint32_t d, struct sim_snap *snap,
 	for (uint32_t n = 0; moved != prod && n < depth; n++) {
 		uint32_t i = moved & mask;
 		/* A held frame that was already passed goes first. */
-		if (ctl->held == 2 && !deliver_held(r, mask, &fill, e2e, &acc)) {
+		if (ctl->held == 2 &&
+		    !deliver_held(r, mask, &fill, e2e, &acc)) {
 			stalled = true;
 			break;
 		}
-		uint32_t w = __atomic_load_n(&r->tx_desc[i].w, __ATOMIC_RELAXED);
-		uint32_t fl = sim_d_flags(w), len = sim_d_len(w), pdf = sim_d_pdf(w);
-		if ((fl & (SIM_DF_POSTED | SIM_DF_COMPLETED)) != SIM_DF_POSTED) {
-			/* not a valid post (bad length at tx_post): complete, drop */
+		uint32_t w =
+		    __atomic_load_n(&r->tx_desc[i].w, __ATOMIC_RELAXED);
+		uint32_t fl = sim_d_flags(w), len = sim_d_len(w),
+			 pdf = sim_d_pdf(w);
+		if ((fl & (SIM_DF_POSTED | SIM_DF_COMPLETED)) !=
+		    SIM_DF_POSTED) {
+			/* not a valid post (bad length at tx_post): complete,
+			 * drop */
 			tx_complete(r, i, w, now);
 			moved++;
 			acc.moved = true;
@@ -249,7 +262,8 @@ static void engine_move(struct sim_chan_h *h, uint32_t d, struct sim_snap *snap,
 		}
 		uint64_t dep = rate ? wire_reserve(s, se, now, len, rate) : now;
 		uint64_t arr = dep + lat;
-		bool drop = false, dup = false, reorder = false, crc = false, str = false;
+		bool drop = false, dup = false, reorder = false, crc = false,
+		     str = false;
 		if (faults) {
 			drop = sim_chance(s, se, f->drop);
 			if (!drop && pdf == U4L_PDF_CTRL)
@@ -264,7 +278,8 @@ static void engine_move(struct sim_chan_h *h, uint32_t d, struct sim_snap *snap,
 		acc.tx_frames++;
 		acc.tx_bytes += len;
 		const uint8_t *src = r->tx_pool + (size_t)i * U4L_FRAME_MAX;
-		uint32_t dfl = crc ? SIM_DF_RX_CRC : 0, mfl = str ? U4L_RX_NOWAKE : 0;
+		uint32_t dfl = crc ? SIM_DF_RX_CRC : 0,
+			 mfl = str ? U4L_RX_NOWAKE : 0;
 		if (drop) {
 			acc.drop++;
 		} else if (!have) {
@@ -294,9 +309,11 @@ static void engine_move(struct sim_chan_h *h, uint32_t d, struct sim_snap *snap,
 			acc.stranded += str;
 			if (!str)
 				acc.wake = true;
-			if (dup && rx_posted(r, fill & mask, __ATOMIC_ACQUIRE)) {
+			if (dup &&
+			    rx_posted(r, fill & mask, __ATOMIC_ACQUIRE)) {
 				/* an identical copy, garbled bytes included */
-				deliver(r, fill & mask, r->rx_pool + (size_t)j * U4L_FRAME_MAX,
+				deliver(r, fill & mask,
+					r->rx_pool + (size_t)j * U4L_FRAME_MAX,
 					len, pdf, dfl, mfl, arr, false);
 				fill++;
 				acc.dup++;
@@ -326,8 +343,10 @@ static void engine_move(struct sim_chan_h *h, uint32_t d, struct sim_snap *snap,
 	ctl->tx_moved = moved;
 	ctl->rx_fill = fill;
 
-	if (!loop && (acc.tx_frames | acc.rx_frames | acc.drop | acc.overflow)) {
-		struct u4l_counters *ts = &s->counters[se], *rs = &s->counters[re];
+	if (!loop &&
+	    (acc.tx_frames | acc.rx_frames | acc.drop | acc.overflow)) {
+		struct u4l_counters *ts = &s->counters[se],
+				    *rs = &s->counters[re];
 #define ADD(p, v)                                                              \
 	do {                                                                   \
 		if (v)                                                         \
@@ -364,8 +383,9 @@ static void engine_run(struct sim_chan_h *h, uint32_t d, struct sim_snap *snap,
 	for (int tries = 0; tries < 64; tries++) {
 		uint32_t unlocked = 0;
 		__atomic_store_n(&ctl->need, 1, __ATOMIC_SEQ_CST);
-		if (!__atomic_compare_exchange_n(&ctl->lock, &unlocked, 1, false,
-						 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		if (!__atomic_compare_exchange_n(&ctl->lock, &unlocked, 1,
+						 false, __ATOMIC_SEQ_CST,
+						 __ATOMIC_SEQ_CST))
 			return;
 		__atomic_exchange_n(&ctl->need, 0, __ATOMIC_SEQ_CST);
 		engine_move(h, d, snap, doorbell && tries == 0);
@@ -384,7 +404,8 @@ static void tx_reap(struct sim_chan_h *h)
 
 	for (uint32_t n = 0; reap != prod && n < h->depth; n++) {
 		uint32_t i = reap & h->mask;
-		uint32_t w = __atomic_load_n(&r->tx_desc[i].w, __ATOMIC_ACQUIRE);
+		uint32_t w =
+		    __atomic_load_n(&r->tx_desc[i].w, __ATOMIC_ACQUIRE);
 		if (!(sim_d_flags(w) & SIM_DF_COMPLETED))
 			break;
 		uint64_t t = r->tx_done[i];
@@ -418,7 +439,8 @@ void *sim_tx_slot(struct u4l_chan *chan)
 		if (h->tx_prod - h->tx_reap >= h->depth)
 			return NULL;
 	}
-	return h->ring[h->txd].tx_pool + (size_t)(h->tx_prod & h->mask) * U4L_FRAME_MAX;
+	return h->ring[h->txd].tx_pool +
+	       (size_t)(h->tx_prod & h->mask) * U4L_FRAME_MAX;
 }
 
 void sim_tx_post(struct u4l_chan *chan, uint32_t len, enum u4l_pdf pdf)
@@ -433,7 +455,8 @@ void sim_tx_post(struct u4l_chan *chan, uint32_t len, enum u4l_pdf pdf)
 	r->tx_desc[i].addr = r->tx_pool_off + (uint64_t)i * U4L_FRAME_MAX;
 	r->tx_desc[i].time = 0;
 	/* An invalid length is posted without POSTED: the engine drops it. */
-	__atomic_store_n(&r->tx_desc[i].w, ok ? sim_d_make(len, pdf, SIM_DF_POSTED) : 0,
+	__atomic_store_n(&r->tx_desc[i].w,
+			 ok ? sim_d_make(len, pdf, SIM_DF_POSTED) : 0,
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&h->tx_prod, h->tx_prod + 1, __ATOMIC_RELAXED);
 }
@@ -521,7 +544,8 @@ bool sim_chan_ready(struct sim_chan_h *h, uint64_t now, uint64_t *next)
 		const struct sim_meta *m = &r->rx_meta[j];
 		/* A stranded frame at the head does not end a sleep. */
 		if (!(m->flags & U4L_RX_NOWAKE)) {
-			if (m->arrival_ns <= now || m->arrival_ns - now >= SIM_FUTURE_MAX_NS)
+			if (m->arrival_ns <= now ||
+			    m->arrival_ns - now >= SIM_FUTURE_MAX_NS)
 				return true;
 			if (m->arrival_ns < *next)
 				*next = m->arrival_ns;

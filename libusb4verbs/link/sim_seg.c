@@ -25,12 +25,16 @@ void u4l_sim_config_default(struct u4l_sim_config *cfg)
 	cfg->seed = 0x5eed;
 }
 
-static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+static uint64_t round_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) / a * a;
+}
 
 uint64_t sim_dir_size(uint32_t depth)
 {
-	uint64_t meta = (uint64_t)depth * (2 * sizeof(struct sim_desc) +
-					   sizeof(struct sim_meta) + sizeof(uint64_t));
+	uint64_t meta =
+	    (uint64_t)depth * (2 * sizeof(struct sim_desc) +
+			       sizeof(struct sim_meta) + sizeof(uint64_t));
 	return round_up(meta, SIM_PAGE) + SIM_PAGE /* held */ +
 	       2ull * depth * U4L_FRAME_MAX;
 }
@@ -45,15 +49,18 @@ void sim_layout(uint32_t depth, uint32_t max_channels, uint64_t *chan_off,
 		    (uint64_t)(max_channels + SIM_LOOP_CHANNELS) * *chan_stride;
 }
 
-static bool prob_ok(double p) { return p >= 0.0 && p <= 1.0; } /* NaN fails */
+static bool prob_ok(double p)
+{
+	return p >= 0.0 && p <= 1.0;
+} /* NaN fails */
 
 static int validate_live(const struct u4l_sim_config *cfg)
 {
 	for (int e = 0; e < 2; e++) {
 		const struct u4l_sim_faults *f = &cfg->faults[e];
-		if (!prob_ok(f->drop) || !prob_ok(f->dup) || !prob_ok(f->reorder) ||
-		    !prob_ok(f->crc) || !prob_ok(f->stranded) ||
-		    !prob_ok(f->drop_ctrl))
+		if (!prob_ok(f->drop) || !prob_ok(f->dup) ||
+		    !prob_ok(f->reorder) || !prob_ok(f->crc) ||
+		    !prob_ok(f->stranded) || !prob_ok(f->drop_ctrl))
 			return -EINVAL;
 	}
 	return 0;
@@ -78,8 +85,8 @@ static void wire_seed(struct sim_seg *s, uint64_t seed)
 
 uint64_t sim_rand(struct sim_seg *s, uint32_t end)
 {
-	uint64_t z = __atomic_add_fetch(&s->wire[end & 1].prng,
-					0x9e3779b97f4a7c15ull, __ATOMIC_RELAXED);
+	uint64_t z = __atomic_add_fetch(
+	    &s->wire[end & 1].prng, 0x9e3779b97f4a7c15ull, __ATOMIC_RELAXED);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
@@ -194,7 +201,8 @@ int sim_map(const char *shm_name, bool whole, int *fdp, struct sim_seg **segp,
 		rc = -EINVAL;
 		goto out_map;
 	}
-	if (s->version != SIM_VERSION || s->hdr_size != sizeof(struct sim_seg)) {
+	if (s->version != SIM_VERSION ||
+	    s->hdr_size != sizeof(struct sim_seg)) {
 		rc = -EPROTO;
 		goto out_map;
 	}
@@ -205,7 +213,8 @@ int sim_map(const char *shm_name, bool whole, int *fdp, struct sim_seg **segp,
 		rc = -EINVAL;
 		goto out_map;
 	}
-	sim_layout(d, s->max_channels, &chan_off, &stride, &dir_size, &seg_size);
+	sim_layout(d, s->max_channels, &chan_off, &stride, &dir_size,
+		   &seg_size);
 	if (s->chan_off != chan_off || s->chan_stride != stride ||
 	    s->dir_size != dir_size || s->seg_size != seg_size ||
 	    (uint64_t)st.st_size != seg_size) {
@@ -214,7 +223,8 @@ int sim_map(const char *shm_name, bool whole, int *fdp, struct sim_seg **segp,
 	}
 	if (whole) {
 		munmap(s, hdr_len);
-		s = mmap(NULL, seg_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		s = mmap(NULL, seg_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			 0);
 		if (s == MAP_FAILED) {
 			rc = -errno;
 			goto out_fd;
@@ -252,7 +262,10 @@ int sim_lock(struct sim_seg *s)
 	return -rc;
 }
 
-void sim_unlock(struct sim_seg *s) { pthread_mutex_unlock(&s->lock); }
+void sim_unlock(struct sim_seg *s)
+{
+	pthread_mutex_unlock(&s->lock);
+}
 
 int u4l_sim_reconfigure(const char *shm_name, const struct u4l_sim_config *cfg)
 {
@@ -290,8 +303,10 @@ int u4l_sim_reconfigure(const char *shm_name, const struct u4l_sim_config *cfg)
 	return rc;
 }
 
-/* Reads the config through the seqlock (bounded: a dead writer is survivable). */
-static void read_cfg(struct sim_seg *s, struct u4l_sim_config *out, uint32_t *seqp)
+/* Reads the config through the seqlock (bounded: a dead writer is survivable).
+ */
+static void read_cfg(struct sim_seg *s, struct u4l_sim_config *out,
+		     uint32_t *seqp)
 {
 	uint32_t s1 = 0;
 	for (int tries = 0; tries < 1000; tries++) {
@@ -377,8 +392,8 @@ int u4l_sim_stat(const char *shm_name, struct u4l_counters out[2])
 /* Give the pages of [off, off+len) back to the system (reads become zero). */
 void sim_punch(int fd, struct sim_seg *s, uint64_t off, uint64_t len)
 {
-	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
-		      (off_t)len) == 0)
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)off, (off_t)len) == 0)
 		return;
 	if (madvise((char *)s + off, len, MADV_REMOVE) == 0)
 		return;
@@ -404,7 +419,8 @@ void sim_chan_free_locked(int fd, struct sim_seg *s, uint32_t idx)
 	}
 	__atomic_store_n(&e->accept_pending, 0, __ATOMIC_RELAXED);
 	/* Give the rings back; page 0 (control) is reset on reuse. */
-	sim_punch(fd, s, s->chan_off + (uint64_t)idx * s->chan_stride + SIM_PAGE,
+	sim_punch(fd, s,
+		  s->chan_off + (uint64_t)idx * s->chan_stride + SIM_PAGE,
 		  s->chan_stride - SIM_PAGE);
 	if (a < U4L_MAX_CTX)
 		sim_wake_ctx(s, a);
@@ -417,7 +433,8 @@ void sim_ctx_chans_free_locked(int fd, struct sim_seg *s, uint32_t ctx)
 {
 	for (uint32_t i = 0; i < s->nslots && i < SIM_NSLOTS_MAX; i++) {
 		struct sim_chan_ent *e = &s->chans[i];
-		if (!(__atomic_load_n(&e->gs, __ATOMIC_RELAXED) & SIM_CHAN_ACTIVE))
+		if (!(__atomic_load_n(&e->gs, __ATOMIC_RELAXED) &
+		      SIM_CHAN_ACTIVE))
 			continue;
 		if (e->ctx[0] == ctx || e->ctx[1] == ctx)
 			sim_chan_free_locked(fd, s, i);

@@ -31,7 +31,8 @@ static const char *cable_name(const char *tag)
 {
 	const char *pfx = getenv("U4V_TEST_SHM_PREFIX");
 	char *n = g_names[g_nnames++ % 16];
-	snprintf(n, 128, "%s-%d-%s", pfx && *pfx ? pfx : "/u4vt-test_sim", (int)getpid(), tag);
+	snprintf(n, 128, "%s-%d-%s", pfx && *pfx ? pfx : "/u4vt-test_sim",
+		 (int)getpid(), tag);
 	shm_unlink(n);
 	return n;
 }
@@ -72,8 +73,10 @@ static struct u4l_dev *open_end(const char *n, uint32_t end)
 	return d;
 }
 
-
-static uint32_t frame_len(uint32_t seq) { return 8 + (seq * 97u) % (U4L_FRAME_MAX - 7); }
+static uint32_t frame_len(uint32_t seq)
+{
+	return 8 + (seq * 97u) % (U4L_FRAME_MAX - 7);
+}
 
 static void fill_frame(uint8_t *b, uint32_t len, uint32_t seq)
 {
@@ -98,8 +101,8 @@ static int64_t check_frame(const struct u4l_rx_frame *f)
 	return seq;
 }
 
-static bool send1(struct u4l_dev *d, struct u4l_chan *ch, uint32_t seq, enum u4l_pdf pdf,
-		  bool ring)
+static bool send1(struct u4l_dev *d, struct u4l_chan *ch, uint32_t seq,
+		  enum u4l_pdf pdf, bool ring)
 {
 	void *buf = d->ops->tx_slot(ch);
 	if (!buf)
@@ -153,7 +156,8 @@ static void test_roundtrip(void **state)
 		for (uint32_t seq = 0; seq < 1000; seq++) {
 			while (!send1(s, cs, seq, U4L_PDF_DATA, true)) {
 				while (r->ops->rx_peek(cr, &f) == 1) {
-					assert_int_equal(check_frame(&f), next++);
+					assert_int_equal(check_frame(&f),
+							 next++);
 					assert_int_equal(f.flags, 0);
 					r->ops->rx_release(cr);
 				}
@@ -183,7 +187,10 @@ static void test_roundtrip(void **state)
 	assert_int_equal(u4l_sim_destroy(n), -ENOENT);
 }
 
-static void depth16(struct u4l_sim_config *c) { c->ring_depth = 16; }
+static void depth16(struct u4l_sim_config *c)
+{
+	c->ring_depth = 16;
+}
 
 static void test_ring_full(void **state)
 {
@@ -266,7 +273,8 @@ static void test_throttled(void **state)
 		}
 		a->ops->tx_doorbell(ca);
 		while (b->ops->rx_peek(cb, &f) == 1) {
-			assert_int_equal(((const uint8_t *)f.buf)[100], (uint8_t)got);
+			assert_int_equal(((const uint8_t *)f.buf)[100],
+					 (uint8_t)got);
 			got++;
 			b->ops->rx_release(cb);
 		}
@@ -280,7 +288,10 @@ static void test_throttled(void **state)
 	b->ops->close(b);
 }
 
-static void lat_50ms(struct u4l_sim_config *c) { c->latency_ns = 50000000; }
+static void lat_50ms(struct u4l_sim_config *c)
+{
+	c->latency_ns = 50000000;
+}
 
 static void test_arrival_gating(void **state)
 {
@@ -360,7 +371,8 @@ static void test_e2e_off_overflow(void **state)
 
 	pair(n, &a, &b, &ca, &cb);
 	for (uint32_t s = 0; s < 64; s++)
-		assert_true(send1(a, ca, s, U4L_PDF_DATA, true)); /* never full */
+		assert_true(
+		    send1(a, ca, s, U4L_PDF_DATA, true)); /* never full */
 	while (b->ops->rx_peek(cb, &f) == 1) {
 		assert_int_equal(check_frame(&f), got++);
 		b->ops->rx_release(cb);
@@ -391,8 +403,9 @@ static void set_faults(struct u4l_sim_config *c)
 	c->seed = g_seed;
 }
 
-static void fault_run(const char *tag, const struct u4l_sim_faults *fl, uint32_t N,
-		      bool alt_ctrl, struct fault_run *fr, struct u4l_counters c[2])
+static void fault_run(const char *tag, const struct u4l_sim_faults *fl,
+		      uint32_t N, bool alt_ctrl, struct fault_run *fr,
+		      struct u4l_counters c[2])
 {
 	g_faults = *fl;
 	const char *n = make_cable(tag, NULL, set_faults);
@@ -407,13 +420,16 @@ static void fault_run(const char *tag, const struct u4l_sim_faults *fl, uint32_t
 	pair(n, &a, &b, &ca, &cb);
 	for (int guard = 0; guard < 1000000; guard++) {
 		/* Small bursts: the RX ring keeps room for duplicates. */
-		for (int burst = 0; burst < 32 && sent < N &&
-				    send1(a, ca, sent,
-					  alt_ctrl && (sent & 1) ? U4L_PDF_CTRL : U4L_PDF_DATA, true);
+		for (int burst = 0;
+		     burst < 32 && sent < N &&
+		     send1(a, ca, sent,
+			   alt_ctrl && (sent & 1) ? U4L_PDF_CTRL : U4L_PDF_DATA,
+			   true);
 		     burst++)
 			sent++;
 		if (sent == N)
-			a->ops->tx_doorbell(ca); /* flushes a held (reordered) frame */
+			a->ops->tx_doorbell(
+			    ca); /* flushes a held (reordered) frame */
 		int k = 0;
 		while (b->ops->rx_peek(cb, &f) == 1) {
 			k++;
@@ -426,7 +442,8 @@ static void fault_run(const char *tag, const struct u4l_sim_faults *fl, uint32_t
 				assert_true(s >= 0 && s < (int64_t)N);
 				if (s == last) {
 					fr->dups++;
-					if (f.len == prev_len && !memcmp(prev, f.buf, f.len))
+					if (f.len == prev_len &&
+					    !memcmp(prev, f.buf, f.len))
 						fr->dups_identical++;
 				} else {
 					if (s < last)
@@ -455,7 +472,8 @@ static void fault_run(const char *tag, const struct u4l_sim_faults *fl, uint32_t
 static void assert_near(uint64_t v, double expect)
 {
 	if (!((double)v > 0.7 * expect && (double)v < 1.3 * expect))
-		fail_msg("count %llu not near %.1f", (unsigned long long)v, expect);
+		fail_msg("count %llu not near %.1f", (unsigned long long)v,
+			 expect);
 }
 
 static void test_fault_drop(void **state)
@@ -567,12 +585,16 @@ static void test_fault_stranded(void **state)
 	b->ops->close(b);
 }
 
-static void two_chans(struct u4l_sim_config *c) { c->max_channels = 2; }
+static void two_chans(struct u4l_sim_config *c)
+{
+	c->max_channels = 2;
+}
 
 static void test_channel_budget(void **state)
 {
 	const char *n = make_cable("budget", NULL, two_chans);
-	struct u4l_dev *a1 = open_end(n, 0), *a2 = open_end(n, 0), *a3 = open_end(n, 0);
+	struct u4l_dev *a1 = open_end(n, 0), *a2 = open_end(n, 0),
+		       *a3 = open_end(n, 0);
 	struct u4l_dev *b1 = open_end(n, 1);
 	struct u4l_chan *c, *c2;
 	uint32_t B = b1->ops->ctx_id(b1);
@@ -613,7 +635,8 @@ static void test_channel_budget(void **state)
 static void test_accept_once(void **state)
 {
 	const char *n = make_cable("accept", NULL, NULL);
-	struct u4l_dev *a = open_end(n, 0), *b = open_end(n, 1), *a2 = open_end(n, 0);
+	struct u4l_dev *a = open_end(n, 0), *b = open_end(n, 1),
+		       *a2 = open_end(n, 0);
 	struct u4l_chan *c1, *c2, *x;
 	uint32_t B = b->ops->ctx_id(b);
 
@@ -621,7 +644,8 @@ static void test_accept_once(void **state)
 	assert_null(b->ops->chan_accept(b));
 	assert_int_equal(a->ops->chan_get(a, B, &c1), 0);
 	assert_int_equal(a2->ops->chan_get(a2, B, &c2), 0);
-	struct u4l_chan *g1 = b->ops->chan_accept(b), *g2 = b->ops->chan_accept(b);
+	struct u4l_chan *g1 = b->ops->chan_accept(b),
+			*g2 = b->ops->chan_accept(b);
 	assert_non_null(g1);
 	assert_non_null(g2);
 	assert_ptr_not_equal(g1, g2);
@@ -684,7 +708,8 @@ static void test_dead_pid_reclaim(void **state)
 	devs[nd++] = open_end(n, 0);
 	assert_false(devs[0]->ops->ctx_alive(devs[0], child_id));
 	struct u4l_chan *c;
-	assert_int_equal(devs[0]->ops->chan_get(devs[0], child_id, &c), -EHOSTUNREACH);
+	assert_int_equal(devs[0]->ops->chan_get(devs[0], child_id, &c),
+			 -EHOSTUNREACH);
 	while (nd < (int)U4L_MAX_CTX - 1) {
 		devs[nd] = open_end(n, (uint32_t)nd & 1);
 		nd++;
@@ -699,7 +724,10 @@ static void test_dead_pid_reclaim(void **state)
 		devs[i]->ops->close(devs[i]);
 }
 
-static void budget1(struct u4l_sim_config *c) { c->max_channels = 1; }
+static void budget1(struct u4l_sim_config *c)
+{
+	c->max_channels = 1;
+}
 
 static void test_dead_pid_channel_budget(void **state)
 {
@@ -736,7 +764,8 @@ static void two_process(const char *tag, void (*tweak)(struct u4l_sim_config *),
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		/* Receiver: accept the channel, verify every frame, echo a count. */
+		/* Receiver: accept the channel, verify every frame, echo a
+		 * count. */
 		struct u4l_dev *b;
 		struct u4l_chan *cb = NULL;
 		struct u4l_rx_frame f;
@@ -806,7 +835,10 @@ static void two_process(const char *tag, void (*tweak)(struct u4l_sim_config *),
 	a->ops->close(a);
 }
 
-static void test_two_process(void **state) { two_process("2proc", NULL, 20000, 10000000ull); }
+static void test_two_process(void **state)
+{
+	two_process("2proc", NULL, 20000, 10000000ull);
+}
 
 /*
  * Tiny rings, many frames, long waits: a lost wakeup or a lost E2E pump
@@ -895,7 +927,8 @@ static void test_bad_segment(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(u4l_sim_open(n, 0, &d), -EINVAL); /* empty */
 	assert_int_equal(ftruncate(fd, 1 << 20), 0);
-	char *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	char *p =
+	    mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	assert_true(p != MAP_FAILED);
 	memset(p, 0x5a, 1 << 20);
 	assert_int_equal(u4l_sim_open(n, 0, &d), -EINVAL); /* bad magic */
@@ -909,7 +942,8 @@ static void test_bad_segment(void **state)
 	n = make_cable("badver", NULL, NULL);
 	fd = shm_open(n, O_RDWR, 0);
 	assert_true(fd >= 0);
-	uint32_t *hdr = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	uint32_t *hdr =
+	    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	assert_true(hdr != MAP_FAILED);
 	hdr[2] += 1; /* version follows the 64-bit magic */
 	assert_int_equal(u4l_sim_open(n, 0, &d), -EPROTO);
@@ -951,7 +985,7 @@ static void test_defaults_reconfigure(void **state)
 	cfg.rate_bps = 8000;
 	cfg.latency_ns = 5;
 	cfg.e2e = 0;
-	cfg.ring_depth = 16;   /* ignored: fixed at create */
+	cfg.ring_depth = 16;  /* ignored: fixed at create */
 	cfg.max_channels = 1; /* ignored */
 	cfg.faults[1].dup = 0.25;
 	assert_int_equal(u4l_sim_reconfigure(n, &cfg), 0);
@@ -1003,28 +1037,28 @@ static void test_memory_released(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_roundtrip, cleanup),
-		cmocka_unit_test_teardown(test_ring_full, cleanup),
-		cmocka_unit_test_teardown(test_throttled, cleanup),
-		cmocka_unit_test_teardown(test_arrival_gating, cleanup),
-		cmocka_unit_test_teardown(test_e2e_slow_receiver, cleanup),
-		cmocka_unit_test_teardown(test_e2e_off_overflow, cleanup),
-		cmocka_unit_test_teardown(test_fault_drop, cleanup),
-		cmocka_unit_test_teardown(test_fault_dup, cleanup),
-		cmocka_unit_test_teardown(test_fault_reorder, cleanup),
-		cmocka_unit_test_teardown(test_fault_crc, cleanup),
-		cmocka_unit_test_teardown(test_fault_drop_ctrl, cleanup),
-		cmocka_unit_test_teardown(test_fault_stranded, cleanup),
-		cmocka_unit_test_teardown(test_channel_budget, cleanup),
-		cmocka_unit_test_teardown(test_accept_once, cleanup),
-		cmocka_unit_test_teardown(test_dead_pid_reclaim, cleanup),
-		cmocka_unit_test_teardown(test_dead_pid_channel_budget, cleanup),
-		cmocka_unit_test_teardown(test_two_process, cleanup),
-		cmocka_unit_test_teardown(test_two_process_backpressure, cleanup),
-		cmocka_unit_test_teardown(test_wait, cleanup),
-		cmocka_unit_test_teardown(test_bad_segment, cleanup),
-		cmocka_unit_test_teardown(test_defaults_reconfigure, cleanup),
-		cmocka_unit_test_teardown(test_memory_released, cleanup),
+	    cmocka_unit_test_teardown(test_roundtrip, cleanup),
+	    cmocka_unit_test_teardown(test_ring_full, cleanup),
+	    cmocka_unit_test_teardown(test_throttled, cleanup),
+	    cmocka_unit_test_teardown(test_arrival_gating, cleanup),
+	    cmocka_unit_test_teardown(test_e2e_slow_receiver, cleanup),
+	    cmocka_unit_test_teardown(test_e2e_off_overflow, cleanup),
+	    cmocka_unit_test_teardown(test_fault_drop, cleanup),
+	    cmocka_unit_test_teardown(test_fault_dup, cleanup),
+	    cmocka_unit_test_teardown(test_fault_reorder, cleanup),
+	    cmocka_unit_test_teardown(test_fault_crc, cleanup),
+	    cmocka_unit_test_teardown(test_fault_drop_ctrl, cleanup),
+	    cmocka_unit_test_teardown(test_fault_stranded, cleanup),
+	    cmocka_unit_test_teardown(test_channel_budget, cleanup),
+	    cmocka_unit_test_teardown(test_accept_once, cleanup),
+	    cmocka_unit_test_teardown(test_dead_pid_reclaim, cleanup),
+	    cmocka_unit_test_teardown(test_dead_pid_channel_budget, cleanup),
+	    cmocka_unit_test_teardown(test_two_process, cleanup),
+	    cmocka_unit_test_teardown(test_two_process_backpressure, cleanup),
+	    cmocka_unit_test_teardown(test_wait, cleanup),
+	    cmocka_unit_test_teardown(test_bad_segment, cleanup),
+	    cmocka_unit_test_teardown(test_defaults_reconfigure, cleanup),
+	    cmocka_unit_test_teardown(test_memory_released, cleanup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

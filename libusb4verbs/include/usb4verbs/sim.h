@@ -4,6 +4,44 @@
  * ends map. No daemon, no thread: the doorbell "DMAs" frames into the peer's
  * posted RX descriptors and stamps each with an arrival time from the wire
  * model; a receiver sees a frame once that time has passed.
+ *
+ * Semantics the engine can rely on (implementation: libusb4verbs/link/sim*.c):
+ * - Wire model, per cable direction, shared by all channels of it: a frame
+ *   departs at max(now, wire free) + len*8/rate and arrives `latency_ns`
+ *   later; its TX slot is reusable only after departure (that throttles the
+ *   sender). rate_bps 0: departure = doorbell time.
+ * - E2E on: a frame with no posted RX slot stays in the TX ring (not
+ *   completed) and moves when the receiver releases RX slots or the sender
+ *   rings / asks tx_space again. E2E off: it is dropped (rx_overflow).
+ * - Loopback channels (both contexts on one end, or a context to itself):
+ *   no wire model, no latency, no faults, always E2E, not counted in the
+ *   link-level counters (they never cross the cable). Budget: 64 per cable,
+ *   separate from max_channels.
+ * - Counters: tx_frames/tx_bytes count on the sending end (every frame that
+ *   went onto the wire, including dropped ones); rx_frames/rx_bytes (every
+ *   delivered copy, duplicates included), fault_* and rx_overflow count on
+ *   the receiving end. drop_ctrl losses count as fault_drop. A reordered
+ *   frame also counts in fault_crc / fault_stranded if it drew those.
+ * - Faults are drawn per frame from a splitmix64 stream per direction
+ *   seeded from `seed`: deterministic for one seed and one frame order.
+ *   drop/drop_ctrl exclude the others. dup needs two free RX slots, else the
+ *   frame is delivered once (so under sustained E2E backpressure, when RX
+ *   slots free one at a time, fewer frames are duplicated). reorder holds
+ *   one frame per direction and delivers it right after the next frame of
+ *   that channel direction, or at the next tx_doorbell() if none came.
+ *   crc delivers with U4L_RX_CRC_ERR (NHI flag 0x1) and 3 bytes garbled.
+ *   stranded delivers with U4L_RX_NOWAKE: no wakeup, and a NOWAKE frame at
+ *   the head of a ring does not end u4l_wait().
+ * - Contexts: ids are slots 0..63 of a table shared by both ends. Opening
+ *   fails with -EMFILE when all slots are taken by live processes (slots of
+ *   dead pids are reclaimed first, with their channels). chan_get reclaims
+ *   dead-pid contexts before failing with -ENOSPC.
+ * - A channel whose peer closed (or was reclaimed) is dead: rx_peek returns
+ *   0, tx_slot returns a scratch buffer, posts go nowhere, tx_space reports
+ *   an empty ring; ctx_alive(peer) is false (it checks the pid, kill(0)).
+ *   A later chan_get to the same id makes a new channel if the id is alive.
+ * - chan_accept reports a peer-created channel once, unless this context
+ *   already found it with chan_get (same handle either way).
  */
 #ifndef USB4VERBS_SIM_H
 #define USB4VERBS_SIM_H
