@@ -34,6 +34,7 @@
 #define U4V_RX_BUDGET 64u    /* frames taken from one channel per pass */
 #define U4V_UD_PARTIALS 8u   /* UD messages in reassembly per QP */
 #define U4V_DUP_ACK_THRESH 3 /* duplicate ACKs that trigger a resend */
+#define U4V_ACK_EVERY 32u    /* frames between coalesced ACKs */
 
 struct u4v_qp;
 
@@ -220,6 +221,7 @@ struct u4v_qp {
 	uint32_t epsn;	      /* next expected request PSN */
 	uint32_t msn;
 	bool ack_pending;
+	uint32_t unacked;     /* frames executed since the last ACK */
 	bool nak_sent;	      /* NAK-seq sent for epsn */
 	uint8_t pending_nak;  /* syndrome to send, 0 = none */
 	uint32_t pending_nak_psn;
@@ -267,6 +269,7 @@ struct u4v_qp {
 
 /* ctx.c */
 uint64_t u4v_now(void);
+void u4v_mutex_init(pthread_mutex_t *m);
 struct u4v_peer *u4v_peer_get(struct u4v_ctx *ctx, uint32_t remote_ctx,
 			      int *err);
 void u4v_peer_schedule(struct u4v_peer *peer, struct u4v_qp *qp);

@@ -11,6 +11,17 @@
 #include "ctx/progress.h"
 #include "engine_int.h"
 
+/* Short critical sections: spin a little before sleeping in the kernel. */
+void u4v_mutex_init(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
 uint64_t u4v_now(void)
 {
 	struct timespec ts;
@@ -36,7 +47,7 @@ int u4v_ctx_open(const struct u4v_ctx_attr *attr, struct u4v_ctx **out)
 	ctx->async_fd = attr->async_event_fd;
 	ctx->cnt = ctx->ops->counters(ctx->link);
 	ctx->thread_disabled = attr->no_progress_thread;
-	pthread_mutex_init(&ctx->progress_lock, NULL);
+	u4v_mutex_init(&ctx->progress_lock);
 	pthread_mutex_init(&ctx->obj_lock, NULL);
 	for (i = 0; i < U4L_MAX_CTX; i++) {
 		pthread_spin_init(&ctx->peers[i].tx_lock,

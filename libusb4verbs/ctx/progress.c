@@ -21,6 +21,7 @@
 #define THREAD_NAP_NS 1000000ull      /* while the app polls */
 #define THREAD_POLL_NS 2000000ull     /* timer poll for stranded frames */
 #define TIMER_SCAN_NS 50000ull	      /* how often retransmit timers run */
+#define SPIN_NS 50000ull	      /* keep polling this long after a frame */
 
 void u4v_progress_app_poll(struct u4v_ctx *ctx)
 {
@@ -204,6 +205,7 @@ static void nap(uint64_t ns)
 static void *progress_thread(void *arg)
 {
 	struct u4v_ctx *ctx = arg;
+	uint64_t last_frame = 0;
 
 	/* timed waits should end on time, not 50 us late */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -213,7 +215,8 @@ static void *progress_thread(void *arg)
 						    memory_order_relaxed);
 		unsigned int frames = 0;
 
-		if (now - app < APP_POLL_RECENT_NS) {
+		/* app may be a little newer than now: compare without wrap */
+		if (app + APP_POLL_RECENT_NS > now) {
 			nap(THREAD_NAP_NS);
 			continue;
 		}
@@ -221,8 +224,18 @@ static void *progress_thread(void *arg)
 			frames = progress_locked(ctx);
 			pthread_mutex_unlock(&ctx->progress_lock);
 		}
-		if (frames)
+		if (frames) {
+			last_frame = now;
 			continue; /* more may be waiting */
+		}
+		/*
+		 * A burst is usually followed by more: polling a little longer
+		 * spares the sender a wake-up system call per doorbell.
+		 */
+		if (now - last_frame < SPIN_NS) {
+			__builtin_ia32_pause();
+			continue;
+		}
 		deadline = now + THREAD_POLL_NS;
 		if (ctx->next_timer_ns < deadline)
 			deadline = ctx->next_timer_ns;

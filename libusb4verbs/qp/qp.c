@@ -109,7 +109,7 @@ int u4v_create_qp(struct u4v_pd *pd, struct u4v_qp_init *init,
 	qp->sq_sig_all = init->sq_sig_all;
 	qp->port = 1;
 	qp->path_mtu = U4V_MTU;
-	pthread_mutex_init(&qp->lock, NULL);
+	u4v_mutex_init(&qp->lock);
 	u4f_reorder_init(&qp->req_reorder, U4V_WINDOW);
 	u4f_reorder_init(&qp->resp_reorder, U4V_WINDOW);
 	ret = alloc_queues(qp);

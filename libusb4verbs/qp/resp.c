@@ -343,6 +343,7 @@ static bool resp_tx_locked(struct u4v_qp *qp)
 		if (!emit_aeth(qp, U4W_ACK, U4W_AETH_ACK, ackable_psn(qp), 0))
 			return false;
 		qp->ack_pending = false;
+		qp->unacked = 0;
 	}
 	return true;
 }
@@ -419,7 +420,11 @@ static void after_exec(struct u4v_qp *qp, const struct u4w_hdr *h,
 		if (info->flags & U4W_OPF_LAST)
 			qp->msn = (qp->msn + 1) & U4V_PSN_MASK;
 		qp->nak_sent = false;
-		qp->ack_pending = true;
+		/* coalesce: ACK at message ends and every U4V_ACK_EVERY frames */
+		if ((h->flags & U4W_F_ACKREQ) ||
+		    ++qp->unacked >= U4V_ACK_EVERY ||
+		    (info->flags & (U4W_OPF_READ | U4W_OPF_ATOMIC)))
+			qp->ack_pending = true;
 		break;
 	case EXEC_RNR:
 		cnt_inc(qp, &qp->ctx->cnt->rnr_naks_sent);

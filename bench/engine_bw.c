@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Engine-level benchmark over a software cable, two processes: an initiator
+ * on end 0 and a passive target on end 1 (it never polls, like perftest's
+ * ib_write_bw server: its progress thread serves the traffic).
+ *
+ *   engine_bw [--op write|read|send] [-q QPS] [-t THREADS] [-s SIZE]
+ *             [-n ITERS] [-w WINDOW] [-r GBITS] [--drop P] [--stranded P]
+ *             [--lat] [--seconds S]
+ *
+ * -q QPs share one context; -t threads each drive their own QPs (-q is
+ * then per thread). --lat measures the round trip of an 8-byte RC send
+ * with polling instead. Prints one result line (key=value).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <usb4verbs/engine.h>
+#include <usb4verbs/sim.h>
+
+#define MAXQ 64
+#define GRANULE 4032.0 /* payload per frame, see wire.h */
+#define HDR 16.0
+
+static struct {
+	enum { OP_WRITE, OP_READ, OP_SEND } op;
+	int qps, threads, window, lat;
+	size_t size;
+	long iters;
+	double rate_gbps, drop, stranded, seconds;
+	char shm[64];
+} opt = { OP_WRITE, 1, 1, 32, 0, 65536, 0, 20, 0, 0, 3 };
+
+struct exch {
+	uint32_t qpn[MAXQ];
+	uint64_t addr;
+	uint32_t rkey;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "engine_bw: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+struct end {
+	struct u4v_ctx *ctx;
+	struct u4v_pd *pd;
+	struct u4v_cq *cq[MAXQ];
+	struct u4v_qp *qp[MAXQ];
+	struct u4v_mr *mr;
+	void *buf;
+	size_t buflen;
+};
+
+static void open_end(struct end *e, uint32_t which, int nqp)
+{
+	struct u4v_ctx_attr a = { 0 };
+	struct u4l_dev *link;
+	int i, ret;
+
+	ret = -u4l_sim_open(opt.shm, which, &link);
+	if (ret)
+		die("sim_open", ret);
+	a.link = link;
+	a.async_event_fd = -1;
+	if ((ret = u4v_ctx_open(&a, &e->ctx)) ||
+	    (ret = u4v_alloc_pd(e->ctx, &e->pd)))
+		die("open", ret);
+	e->buflen = opt.size * (size_t)nqp;
+	e->buf = mmap(NULL, e->buflen ? e->buflen : 8, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	ret = u4v_reg_mr(e->pd, e->buf, e->buflen,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				 IBV_ACCESS_REMOTE_READ,
+			 &e->mr);
+	if (ret)
+		die("reg_mr", ret);
+	for (i = 0; i < nqp; i++) {
+		struct u4v_qp_init init = { 0 };
+
+		if ((ret = u4v_create_cq(e->ctx, 4096, &e->cq[i])))
+			die("create_cq", ret);
+		init.qp_type = IBV_QPT_RC;
+		init.send_cq = init.recv_cq = e->cq[i];
+		init.cap.max_send_wr = 1024;
+		init.cap.max_recv_wr = 1024;
+		init.cap.max_send_sge = 1;
+		init.cap.max_recv_sge = 1;
+		init.cap.max_inline_data = 64;
+		if ((ret = u4v_create_qp(e->pd, &init, &e->qp[i])))
+			die("create_qp", ret);
+	}
+}
+
+static void connect_qp(struct u4v_qp *qp, uint32_t remote)
+{
+	struct ibv_qp_attr a;
+	int ret;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			    IBV_ACCESS_LOCAL_WRITE;
+	ret = u4v_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_4096;
+	a.dest_qp_num = remote;
+	a.max_dest_rd_atomic = 16;
+	a.min_rnr_timer = 12;
+	a.ah_attr.port_num = 1;
+	ret = ret ? ret : u4v_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+				      IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				      IBV_QP_MIN_RNR_TIMER);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 16;
+	ret = ret ? ret : u4v_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+				      IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				      IBV_QP_RNR_RETRY |
+				      IBV_QP_MAX_QP_RD_ATOMIC);
+	if (ret)
+		die("modify_qp", ret);
+}
+
+/* Receives for SEND; re-posted as they complete. */
+static void post_recvs(struct end *e, int q, int n)
+{
+	struct ibv_sge sge = { (uintptr_t)e->buf + (size_t)q * opt.size,
+			       (uint32_t)opt.size, u4v_mr_lkey(e->mr) };
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (u4v_post_recv(e->qp[q], &wr, &bad))
+			break;
+}
+
+struct worker {
+	struct end *e;
+	struct exch *remote;
+	int first, count;
+	uint64_t bytes;
+	long ops;
+};
+
+static void *drive(void *arg)
+{
+	struct worker *w = arg;
+	struct end *e = w->e;
+	long posted[MAXQ] = { 0 }, done[MAXQ] = { 0 };
+	uint64_t end = now_ns() + (uint64_t)(opt.seconds * 1e9);
+	struct ibv_wc wc[32];
+	int q, live = w->count;
+
+	while (live) {
+		for (q = w->first; q < w->first + w->count; q++) {
+			struct ibv_sge sge = {
+				(uintptr_t)e->buf + (size_t)q * opt.size,
+				(uint32_t)opt.size, u4v_mr_lkey(e->mr)
+			};
+			struct ibv_send_wr wr = { 0 }, *bad;
+			int n, i;
+			bool stop = (opt.iters && posted[q] >= opt.iters) ||
+				    (!opt.iters && now_ns() > end);
+
+			wr.sg_list = &sge;
+			wr.num_sge = 1;
+			wr.send_flags = IBV_SEND_SIGNALED;
+			wr.opcode = opt.op == OP_READ ? IBV_WR_RDMA_READ :
+				    opt.op == OP_SEND ? IBV_WR_SEND :
+							IBV_WR_RDMA_WRITE;
+			wr.wr.rdma.remote_addr = w->remote->addr +
+						 (uint64_t)q * opt.size;
+			wr.wr.rdma.rkey = w->remote->rkey;
+			while (!stop && posted[q] - done[q] < opt.window) {
+				if (u4v_post_send(e->qp[q], &wr, &bad))
+					break;
+				posted[q]++;
+			}
+			n = u4v_poll_cq(e->cq[q], 32, wc);
+			for (i = 0; i < n; i++) {
+				if (wc[i].status) {
+					fprintf(stderr, "engine_bw: status %d\n",
+						wc[i].status);
+					exit(1);
+				}
+				done[q]++;
+				w->bytes += opt.size;
+				w->ops++;
+			}
+			if (stop && done[q] == posted[q] && posted[q] >= 0) {
+				posted[q] = -1;
+				done[q] = -1;
+				live--;
+			}
+		}
+	}
+	return NULL;
+}
+
+static int target(int rfd, int wfd)
+{
+	struct end e;
+	struct exch mine = { 0 }, theirs;
+	int nq = opt.qps * opt.threads, i;
+	char c = 0;
+
+	open_end(&e, 1, nq);
+	for (i = 0; i < nq; i++)
+		mine.qpn[i] = u4v_qp_num(e.qp[i]);
+	mine.addr = (uintptr_t)e.buf;
+	mine.rkey = u4v_mr_rkey(e.mr);
+	if (write(wfd, &mine, sizeof(mine)) != sizeof(mine) ||
+	    read(rfd, &theirs, sizeof(theirs)) != sizeof(theirs))
+		die("exchange", EPIPE);
+	for (i = 0; i < nq; i++)
+		connect_qp(e.qp[i], theirs.qpn[i]);
+	if (opt.op == OP_SEND || opt.lat) {
+		/* SEND needs receives and a poller; latency echoes */
+		struct ibv_wc wc[32];
+		uint64_t stop = now_ns() + (uint64_t)(opt.seconds * 4e9) +
+				2000000000ull;
+		unsigned long spins = 0;
+
+		for (i = 0; i < nq; i++)
+			post_recvs(&e, i, 1000);
+		if (write(wfd, "r", 1) != 1)
+			die("ready", EPIPE);
+		while (now_ns() < stop) {
+			for (i = 0; i < nq; i++) {
+				int n = u4v_poll_cq(e.cq[i], 32, wc), k;
+
+				for (k = 0; k < n; k++) {
+					if (wc[k].opcode != IBV_WC_RECV)
+						continue;
+					post_recvs(&e, i, 1);
+					if (opt.lat) {
+						struct ibv_sge sge = {
+							(uintptr_t)e.buf, 8,
+							u4v_mr_lkey(e.mr)
+						};
+						struct ibv_send_wr wr = { 0 },
+								   *bad;
+
+						wr.sg_list = &sge;
+						wr.num_sge = 1;
+						wr.opcode = IBV_WR_SEND;
+						wr.send_flags = IBV_SEND_INLINE;
+						u4v_post_send(e.qp[i], &wr,
+							      &bad);
+					}
+				}
+			}
+			if (++spins % 4096 == 0) {
+				struct timespec ts = { 0, 0 };
+				fd_set fds;
+
+				FD_ZERO(&fds);
+				FD_SET(rfd, &fds);
+				if (pselect(rfd + 1, &fds, NULL, NULL, &ts,
+					    NULL) > 0)
+					break;
+			}
+		}
+	} else {
+		if (write(wfd, "r", 1) != 1)
+			die("ready", EPIPE);
+		/* passive: the progress thread serves WRITE and READ */
+		if (read(rfd, &c, 1) < 0)
+			die("wait", errno);
+	}
+	return 0;
+}
+
+static void latency(struct end *e)
+{
+	struct ibv_sge sge = { (uintptr_t)e->buf, 8, u4v_mr_lkey(e->mr) };
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_wc wc[4];
+	long i, n = opt.iters ? opt.iters : 20000;
+	uint64_t t0 = now_ns(), t1;
+
+	post_recvs(e, 0, 1000);
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_INLINE;
+	for (i = -1000; i < n; i++) {
+		int got = 0;
+
+		if (i == 0)
+			t0 = now_ns();
+		if (u4v_post_send(e->qp[0], &wr, &bad))
+			die("post", EIO);
+		while (!got) {
+			int k, m = u4v_poll_cq(e->cq[0], 4, wc);
+
+			for (k = 0; k < m; k++)
+				if (wc[k].opcode == IBV_WC_RECV) {
+					got = 1;
+					post_recvs(e, 0, 1);
+				}
+		}
+	}
+	t1 = now_ns();
+	printf("engine_lat: op=send size=8 iters=%ld rate_gbps=%g "
+	       "rtt_us=%.2f\n",
+	       n, opt.rate_gbps, (double)(t1 - t0) / (double)n / 1000.0);
+}
+
+static int initiator(int rfd, int wfd)
+{
+	struct end e;
+	struct exch mine = { 0 }, theirs;
+	struct worker w[16];
+	pthread_t th[16];
+	int nq = opt.qps * opt.threads, i;
+	uint64_t t0, t1, bytes = 0;
+	double secs, gbps, cap;
+	char c;
+
+	open_end(&e, 0, nq);
+	for (i = 0; i < nq; i++)
+		mine.qpn[i] = u4v_qp_num(e.qp[i]);
+	if (read(rfd, &theirs, sizeof(theirs)) != sizeof(theirs) ||
+	    write(wfd, &mine, sizeof(mine)) != sizeof(mine))
+		die("exchange", EPIPE);
+	for (i = 0; i < nq; i++)
+		connect_qp(e.qp[i], theirs.qpn[i]);
+	if (read(rfd, &c, 1) != 1)
+		die("ready", EPIPE);
+	if (opt.lat) {
+		latency(&e);
+		return 0;
+	}
+	t0 = now_ns();
+	for (i = 0; i < opt.threads; i++) {
+		w[i] = (struct worker){ &e, &theirs, i * opt.qps, opt.qps, 0, 0 };
+		pthread_create(&th[i], NULL, drive, &w[i]);
+	}
+	for (i = 0; i < opt.threads; i++) {
+		pthread_join(th[i], NULL);
+		bytes += w[i].bytes;
+	}
+	t1 = now_ns();
+	secs = (double)(t1 - t0) / 1e9;
+	gbps = (double)bytes * 8 / secs / 1e9;
+	cap = opt.rate_gbps * GRANULE / (GRANULE + HDR);
+	printf("engine_bw: op=%s qps=%d threads=%d size=%zu rate_gbps=%g "
+	       "drop=%g stranded=%g bytes=%llu secs=%.3f goodput_gbps=%.3f "
+	       "payload_capacity_gbps=%.3f efficiency=%.4f\n",
+	       opt.op == OP_READ ? "read" : opt.op == OP_SEND ? "send" : "write",
+	       opt.qps * opt.threads, opt.threads, opt.size, opt.rate_gbps,
+	       opt.drop, opt.stranded, (unsigned long long)bytes, secs, gbps,
+	       cap, opt.rate_gbps > 0 ? gbps / cap : 0.0);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "op", 1, 0, 'o' },	   { "drop", 1, 0, 'D' },
+		{ "stranded", 1, 0, 'S' }, { "lat", 0, 0, 'L' },
+		{ "seconds", 1, 0, 'T' },  { 0, 0, 0, 0 }
+	};
+	struct u4l_sim_config cfg;
+	int a2b[2], b2a[2], c, status, ret;
+	pid_t pid;
+
+	while ((c = getopt_long(argc, argv, "q:t:s:n:w:r:", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			opt.op = !strcmp(optarg, "read") ? OP_READ :
+				 !strcmp(optarg, "send") ? OP_SEND :
+							   OP_WRITE;
+			break;
+		case 'q': opt.qps = atoi(optarg); break;
+		case 't': opt.threads = atoi(optarg); break;
+		case 's': opt.size = strtoull(optarg, NULL, 0); break;
+		case 'n': opt.iters = atol(optarg); break;
+		case 'w': opt.window = atoi(optarg); break;
+		case 'r': opt.rate_gbps = atof(optarg); break;
+		case 'D': opt.drop = atof(optarg); break;
+		case 'S': opt.stranded = atof(optarg); break;
+		case 'L': opt.lat = 1; break;
+		case 'T': opt.seconds = atof(optarg); break;
+		default:
+			fprintf(stderr, "usage: see the comment in engine_bw.c\n");
+			return 2;
+		}
+	}
+	if (opt.qps < 1 || opt.threads < 1 || opt.threads > 16 ||
+	    opt.qps * opt.threads > MAXQ) {
+		fprintf(stderr, "engine_bw: 1..%d QPs, 1..16 threads\n", MAXQ);
+		return 2;
+	}
+	snprintf(opt.shm, sizeof(opt.shm), "/u4v-engine-bw-%d", (int)getpid());
+	u4l_sim_config_default(&cfg);
+	cfg.rate_bps = (uint64_t)(opt.rate_gbps * 1e9);
+	cfg.faults[0].drop = cfg.faults[1].drop = opt.drop;
+	cfg.faults[0].stranded = cfg.faults[1].stranded = opt.stranded;
+	if ((ret = -u4l_sim_create(opt.shm, &cfg)))
+		die("sim_create", ret);
+	if (pipe(a2b) || pipe(b2a))
+		die("pipe", errno);
+	pid = fork();
+	if (pid == 0) {
+		close(a2b[1]);
+		close(b2a[0]);
+		_exit(target(a2b[0], b2a[1]));
+	}
+	close(a2b[0]);
+	close(b2a[1]);
+	ret = initiator(b2a[0], a2b[1]);
+	close(a2b[1]);
+	waitpid(pid, &status, 0);
+	u4l_sim_destroy(opt.shm);
+	return ret;
+}
