@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,7 @@ static void *drive(void *arg)
 	struct worker *w = arg;
 	struct end *e = w->e;
 	long posted[MAXQ] = { 0 }, done[MAXQ] = { 0 };
+	bool finished[MAXQ] = { 0 };
 	uint64_t end = now_ns() + (uint64_t)(opt.seconds * 1e9);
 	struct ibv_wc wc[32];
 	int q, live = w->count;
@@ -185,7 +187,11 @@ static void *drive(void *arg)
 			};
 			struct ibv_send_wr wr = { 0 }, *bad;
 			int n, i;
-			bool stop = (opt.iters && posted[q] >= opt.iters) ||
+			bool stop;
+
+			if (finished[q])
+				continue;
+			stop = (opt.iters && posted[q] >= opt.iters) ||
 				    (!opt.iters && now_ns() > end);
 
 			wr.sg_list = &sge;
@@ -213,9 +219,8 @@ static void *drive(void *arg)
 				w->bytes += opt.size;
 				w->ops++;
 			}
-			if (stop && done[q] == posted[q] && posted[q] >= 0) {
-				posted[q] = -1;
-				done[q] = -1;
+			if (stop && done[q] == posted[q]) {
+				finished[q] = true;
 				live--;
 			}
 		}

@@ -114,18 +114,32 @@ static unsigned int rx_channel(struct u4v_ctx *ctx, struct u4v_peer *peer)
 	return n;
 }
 
+/*
+ * Push the QPs that waited for TX space, one at a time: a QP taken off the
+ * list may be queued again at once (by this pass or by a poster), so the
+ * list is never walked outside the lock. Bounded by the length at entry.
+ */
 static void push_pending(struct u4v_peer *peer)
 {
-	struct u4v_qp *list, *qp, *next;
+	struct u4v_qp *qp, *q;
+	uint32_t n = 0;
 
 	pthread_spin_lock(&peer->tx_lock);
-	list = peer->pending_head;
-	peer->pending_head = peer->pending_tail = NULL;
-	for (qp = list; qp; qp = qp->pending_next)
-		qp->on_pending = false;
+	for (q = peer->pending_head; q; q = q->pending_next)
+		n++;
 	pthread_spin_unlock(&peer->tx_lock);
-	for (qp = list; qp; qp = next) {
-		next = qp->pending_next;
+	while (n--) {
+		pthread_spin_lock(&peer->tx_lock);
+		qp = peer->pending_head;
+		if (qp) {
+			peer->pending_head = qp->pending_next;
+			if (!peer->pending_head)
+				peer->pending_tail = NULL;
+			qp->on_pending = false;
+		}
+		pthread_spin_unlock(&peer->tx_lock);
+		if (!qp)
+			break;
 		pthread_mutex_lock(&qp->lock);
 		u4v_qp_tx(qp);
 		pthread_mutex_unlock(&qp->lock);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The link layer's clock: CLOCK_MONOTONIC is shared by all processes of a host. */
+/* The link layer's clock: CLOCK_MONOTONIC is shared by all processes of a host.
+ */
 #include <time.h>
 
 #include <usb4verbs/link.h>

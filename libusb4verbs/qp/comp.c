@@ -30,7 +30,11 @@ static void finish(struct u4v_qp *qp, struct u4v_swqe *w,
 	w->status = status;
 }
 
-/* Everything up to and including psn is acknowledged. */
+/*
+ * Everything up to and including psn is acknowledged. A WQE covered by the
+ * ACK is done whatever its state: after a rewind its frames may be queued
+ * for resending while the originals were in fact delivered.
+ */
 static void ack_to(struct u4v_qp *qp, uint32_t psn)
 {
 	uint32_t i = qp->sq_head, n;
@@ -49,9 +53,10 @@ static void ack_to(struct u4v_qp *qp, uint32_t psn)
 
 		if (!w->psn_assigned || psn_diff(last, psn) > 0)
 			break;
-		if (w->state != U4V_WQE_SENT)
+		if (w->state == U4V_WQE_DONE)
 			continue;
 		if (!is_rd_atomic(w->opcode)) {
+			w->state = U4V_WQE_SENT; /* so finish() counts it */
 			finish(qp, w, IBV_WC_SUCCESS);
 		} else if (!qp->resend_one) {
 			/* acknowledged past a read whose data is missing */
@@ -59,6 +64,10 @@ static void ack_to(struct u4v_qp *qp, uint32_t psn)
 			qp->resend_psn = psn_add(w->first_psn, w->resp_frames);
 		}
 	}
+	/* the send cursor never rests on a finished WQE */
+	while (qp->sq_send != qp->sq_tail &&
+	       qp->sq[qp->sq_send].state == U4V_WQE_DONE)
+		qp->sq_send = (qp->sq_send + 1) % qp->sq_size;
 }
 
 static void fail_at(struct u4v_qp *qp, uint32_t psn, enum ibv_wc_status st)

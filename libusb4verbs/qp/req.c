@@ -119,6 +119,10 @@ static void push_connected(struct u4v_qp *qp, uint64_t now)
 		struct u4v_swqe *w = &qp->sq[qp->sq_send];
 		bool rc = qp->type == IBV_QPT_RC;
 
+		if (w->state == U4V_WQE_DONE) { /* acknowledged meanwhile */
+			qp->sq_send = (qp->sq_send + 1) % qp->sq_size;
+			continue;
+		}
 		if (!w->psn_assigned) {
 			if (qp->state == IBV_QPS_SQD)
 				break;
@@ -137,6 +141,11 @@ static void push_connected(struct u4v_qp *qp, uint64_t now)
 
 			if (rc && psn_diff(psn, qp->acked_psn) > (int)U4V_WINDOW)
 				goto out; /* window full: wait for ACKs */
+			if (rc && psn_le(psn, qp->acked_psn) &&
+			    !is_rd_atomic(w->opcode)) {
+				w->next_frame++; /* delivered before a rewind */
+				continue;
+			}
 			if (!emit_frame(qp, peer, w, w->next_frame)) {
 				blocked = true;
 				goto out;

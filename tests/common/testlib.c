@@ -72,7 +72,7 @@ void u4vt_qp_opts_default(struct u4vt_qp_opts *o)
 	o->max_recv_wr = 256;
 	o->max_sge = 4;
 	o->max_inline = 256;
-	o->timeout = 10; /* 4 ms */
+	o->timeout = 14; /* 67 ms, as perftest uses */
 	o->retry_cnt = 7;
 	o->rnr_retry = 7;
 	o->min_rnr_timer = 1; /* 10 us */

@@ -1,0 +1,707 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The nhi link backend: the ring contract over channels mapped from the
+ * kernel shim. Safe mode: TX frames are written into the channel's frame
+ * pool and described in the shadow ring; one doorbell system call per
+ * batch hands them over; completion is read from the real (read-only)
+ * descriptor rings. RX buffers are given back in batches.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_ioctl_cmds.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nhi_int.h"
+
+#define NHI_RDMA_DRIVER_UNKNOWN 0
+
+static const struct u4l_ops nhi_ops;
+
+static struct nhi_dev *to_nhi(struct u4l_dev *dev)
+{
+	return (struct nhi_dev *)dev;
+}
+
+static uint32_t load_acq(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void count(uint64_t *c, uint64_t n)
+{
+	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
+}
+
+/* uverbs ioctl on UVERBS_OBJECT_DEVICE with driver attributes. */
+static int nhi_ioctl(int fd, uint16_t method, const struct ib_uverbs_attr *a,
+		     unsigned int n)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[4];
+	} b;
+
+	if (n > 4)
+		return -EINVAL;
+	memset(&b, 0, sizeof(b));
+	b.hdr.length = sizeof(b.hdr) + n * sizeof(b.attrs[0]);
+	b.hdr.object_id = UVERBS_OBJECT_DEVICE;
+	b.hdr.method_id = method;
+	b.hdr.num_attrs = n;
+	b.hdr.driver_id = NHI_RDMA_DRIVER_UNKNOWN;
+	memcpy(b.attrs, a, n * sizeof(*a));
+	if (ioctl(fd, RDMA_VERBS_IOCTL, &b.hdr))
+		return -errno;
+	return 0;
+}
+
+static struct ib_uverbs_attr attr_u32(uint16_t id, uint32_t v)
+{
+	struct ib_uverbs_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.attr_id = id;
+	a.len = sizeof(uint32_t);
+	a.flags = UVERBS_ATTR_F_MANDATORY;
+	a.data = v; /* <= 8 bytes travel inline */
+	return a;
+}
+
+static struct ib_uverbs_attr attr_out(uint16_t id, void *p, size_t len)
+{
+	struct ib_uverbs_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.attr_id = id;
+	a.len = (uint16_t)len;
+	a.flags = UVERBS_ATTR_F_MANDATORY;
+	a.data = (uintptr_t)p;
+	return a;
+}
+
+int u4l_nhi_raw_doorbell(struct u4l_dev *dev, uint32_t remote, bool has_tx,
+			 uint32_t tx_prod, bool has_rx, uint32_t rx_cons)
+{
+	struct ib_uverbs_attr a[3];
+	unsigned int n = 0;
+
+	a[n++] = attr_u32(U4V_ATTR_DOORBELL_REMOTE, remote);
+	if (has_tx)
+		a[n++] = attr_u32(U4V_ATTR_DOORBELL_TX_PROD, tx_prod);
+	if (has_rx)
+		a[n++] = attr_u32(U4V_ATTR_DOORBELL_RX_CONS, rx_cons);
+	return nhi_ioctl(to_nhi(dev)->cmd_fd, U4V_METHOD_DOORBELL, a, n);
+}
+
+int u4l_nhi_raw_chan_get(struct u4l_dev *dev, uint32_t remote,
+			 struct u4v_chan_info *info)
+{
+	struct ib_uverbs_attr a[2];
+
+	a[0] = attr_u32(U4V_ATTR_CHAN_GET_REMOTE, remote);
+	a[1] = attr_out(U4V_ATTR_CHAN_GET_INFO, info, sizeof(*info));
+	return nhi_ioctl(to_nhi(dev)->cmd_fd, U4V_METHOD_CHAN_GET, a, 2);
+}
+
+static int nhi_chan_accept_raw(struct nhi_dev *d, struct u4v_chan_info *info)
+{
+	struct ib_uverbs_attr a =
+		attr_out(U4V_ATTR_CHAN_ACCEPT_INFO, info, sizeof(*info));
+
+	return nhi_ioctl(d->cmd_fd, U4V_METHOD_CHAN_ACCEPT, &a, 1);
+}
+
+static void nhi_chan_unmap(struct nhi_chan *c)
+{
+	for (int i = 0; i < U4V_MAP_NR; i++)
+		if (c->map[i])
+			munmap(c->map[i], c->len[i]);
+	free(c);
+}
+
+/* Map a channel the kernel described. */
+static int nhi_chan_map(struct nhi_dev *d, const struct u4v_chan_info *info,
+			struct nhi_chan **out)
+{
+	static const int prot[U4V_MAP_NR] = {
+		[U4V_MAP_TX_DESC] = PROT_READ,
+		[U4V_MAP_RX_DESC] = PROT_READ,
+		[U4V_MAP_SHADOW] = PROT_READ | PROT_WRITE,
+		[U4V_MAP_TX_POOL] = PROT_READ | PROT_WRITE,
+		[U4V_MAP_RX_POOL] = PROT_READ,
+		[U4V_MAP_DOORBELL] = PROT_READ | PROT_WRITE,
+	};
+	struct nhi_chan *c;
+
+	if (info->depth < U4V_RING_DEPTH_MIN ||
+	    info->depth > U4V_RING_DEPTH_MAX ||
+	    (info->depth & (info->depth - 1)) || info->remote_ctx >= U4L_MAX_CTX)
+		return -EPROTO;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->dev = d;
+	c->remote = info->remote_ctx;
+	c->depth = info->depth;
+	c->mask = info->depth - 1;
+	c->flags = info->flags;
+	for (int i = 0; i < U4V_MAP_NR; i++) {
+		void *p;
+
+		if (!info->len[i])
+			continue;
+		p = mmap(NULL, info->len[i], prot[i], MAP_SHARED, d->cmd_fd,
+			 (off_t)info->off[i]);
+		if (p == MAP_FAILED) {
+			int err = -errno;
+
+			nhi_chan_unmap(c);
+			return err;
+		}
+		c->map[i] = p;
+		c->len[i] = info->len[i];
+	}
+	if (!c->map[U4V_MAP_TX_DESC] || !c->map[U4V_MAP_RX_DESC] ||
+	    !c->map[U4V_MAP_SHADOW] || !c->map[U4V_MAP_TX_POOL] ||
+	    !c->map[U4V_MAP_RX_POOL]) {
+		nhi_chan_unmap(c);
+		return -EPROTO;
+	}
+	c->txd = c->map[U4V_MAP_TX_DESC];
+	c->rxd = c->map[U4V_MAP_RX_DESC];
+	c->shadow = c->map[U4V_MAP_SHADOW];
+	c->tx_pool = c->map[U4V_MAP_TX_POOL];
+	c->rx_pool = c->map[U4V_MAP_RX_POOL];
+	*out = c;
+	return 0;
+}
+
+/* Under d->lock: install c, retiring a channel it replaces. */
+static void nhi_chan_install(struct nhi_dev *d, struct nhi_chan *c)
+{
+	struct nhi_chan *old = d->chans[c->remote];
+
+	if (old) {
+		old->dead = true;
+		old->next_old = d->old;
+		d->old = old;
+	}
+	d->chans[c->remote] = c;
+}
+
+/* Under d->lock: fetch channels peers created for us. */
+static void nhi_collect(struct nhi_dev *d)
+{
+	uint32_t gen = __atomic_load_n(&d->status->chan_gen, __ATOMIC_ACQUIRE);
+	struct u4v_chan_info info;
+	struct nhi_chan *c;
+
+	if (gen == d->chan_gen_seen)
+		return;
+	d->chan_gen_seen = gen;
+	while (nhi_chan_accept_raw(d, &info) == 0) {
+		if (nhi_chan_map(d, &info, &c))
+			continue;
+		nhi_chan_install(d, c);
+		if (d->new_tail)
+			d->new_tail->next_new = c;
+		else
+			d->new_head = c;
+		d->new_tail = c;
+	}
+}
+
+static void nhi_close(struct u4l_dev *dev)
+{
+	struct nhi_dev *d = to_nhi(dev);
+	struct nhi_chan *c, *n;
+
+	for (unsigned int i = 0; i < U4V_MAX_CTX; i++)
+		if (d->chans[i])
+			nhi_chan_unmap(d->chans[i]);
+	for (c = d->old; c; c = n) {
+		n = c->next_old;
+		nhi_chan_unmap(c);
+	}
+	if (d->status)
+		munmap((void *)d->status, d->status_len);
+	if (d->evfd >= 0)
+		close(d->evfd);
+	if (d->own_fd)
+		close(d->cmd_fd);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+static uint32_t nhi_ctx_id(struct u4l_dev *dev)
+{
+	return to_nhi(dev)->ctx_id;
+}
+
+static bool nhi_ctx_alive(struct u4l_dev *dev, uint32_t remote)
+{
+	struct nhi_dev *d = to_nhi(dev);
+
+	if (remote >= U4L_MAX_CTX || !d->status->cable_up)
+		return false;
+	return (d->status->alive_mask >> remote) & 1;
+}
+
+static int nhi_chan_get(struct u4l_dev *dev, uint32_t remote,
+			struct u4l_chan **chan)
+{
+	struct nhi_dev *d = to_nhi(dev);
+	struct u4v_chan_info info;
+	struct nhi_chan *c;
+	int ret = 0;
+
+	if (remote >= U4L_MAX_CTX)
+		return -EHOSTUNREACH;
+	pthread_mutex_lock(&d->lock);
+	c = d->chans[remote];
+	if (!c || c->dead) {
+		ret = u4l_nhi_raw_chan_get(dev, remote, &info);
+		if (ret) {
+			/* ENOLINK: the cable is down */
+			if (ret == -ENOLINK || ret == -ENODEV)
+				ret = -EHOSTUNREACH;
+			goto out;
+		}
+		c = d->chans[remote];
+		/* a channel the peer made and we have not collected yet */
+		if (!c || c->dead) {
+			ret = nhi_chan_map(d, &info, &c);
+			if (ret)
+				goto out;
+			nhi_chan_install(d, c);
+		}
+	}
+	c->handed_out = true;
+	*chan = (struct u4l_chan *)c;
+out:
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+static struct u4l_chan *nhi_chan_accept(struct u4l_dev *dev)
+{
+	struct nhi_dev *d = to_nhi(dev);
+	struct nhi_chan *c;
+
+	if (__atomic_load_n(&d->status->chan_gen, __ATOMIC_ACQUIRE) ==
+		    __atomic_load_n(&d->chan_gen_seen, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&d->new_head, __ATOMIC_RELAXED))
+		return NULL;
+	pthread_mutex_lock(&d->lock);
+	nhi_collect(d);
+	while ((c = d->new_head)) {
+		d->new_head = c->next_new;
+		if (!d->new_head)
+			d->new_tail = NULL;
+		c->next_new = NULL;
+		if (!c->handed_out && !c->dead) {
+			c->handed_out = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	return (struct u4l_chan *)c;
+}
+
+static uint32_t nhi_chan_remote(struct u4l_chan *chan)
+{
+	return ((struct nhi_chan *)chan)->remote;
+}
+
+/* TX */
+
+static void nhi_tx_reap(struct nhi_chan *c)
+{
+	while (c->tx_reaped != c->tx_rung) {
+		uint32_t lf = load_acq(&c->txd[c->tx_reaped & c->mask].len_flags);
+
+		if (!((lf >> U4V_DESC_FLAGS_SHIFT) & U4V_DESC_COMPLETED))
+			break;
+		c->tx_reaped++;
+	}
+}
+
+static uint32_t nhi_tx_free(struct nhi_chan *c)
+{
+	return c->depth - 1 - (c->tx_prod - c->tx_reaped);
+}
+
+static void *nhi_tx_slot(struct u4l_chan *chan)
+{
+	struct nhi_chan *c = (struct nhi_chan *)chan;
+
+	if (!nhi_tx_free(c))
+		nhi_tx_reap(c);
+	if (!nhi_tx_free(c) || c->dead)
+		return NULL;
+	return c->tx_pool + (size_t)(c->tx_prod & c->mask) * U4V_FRAME_SIZE;
+}
+
+static void nhi_tx_post(struct u4l_chan *chan, uint32_t len, enum u4l_pdf pdf)
+{
+	struct nhi_chan *c = (struct nhi_chan *)chan;
+	struct u4v_shadow_desc *s = &c->shadow[c->tx_prod & c->mask];
+
+	s->slot = (uint16_t)(c->tx_prod & c->mask);
+	s->len = (uint16_t)len;
+	s->sof = (uint8_t)pdf;
+	s->eof = (uint8_t)pdf;
+	s->reserved = 0;
+	c->tx_prod++;
+	count(&c->dev->counters.tx_frames, 1);
+	count(&c->dev->counters.tx_bytes, len);
+}
+
+static void nhi_tx_doorbell(struct u4l_chan *chan)
+{
+	struct nhi_chan *c = (struct nhi_chan *)chan;
+	int ret;
+
+	if (c->tx_prod == c->tx_rung || c->dead)
+		return;
+	ret = u4l_nhi_raw_doorbell(&c->dev->base, c->remote, true, c->tx_prod,
+				   false, 0);
+	if (ret == 0)
+		c->tx_rung = c->tx_prod;
+	else if (ret == -ENOLINK || ret == -ENOENT || ret == -EIO ||
+		 ret == -ENODEV)
+		c->dead = true; /* peer gone: the engine's timers end it */
+}
+
+static uint32_t nhi_tx_space(struct u4l_chan *chan)
+{
+	struct nhi_chan *c = (struct nhi_chan *)chan;
+
+	nhi_tx_reap(c);
+	return c->dead ? 0 : nhi_tx_free(c);
+}
+
+/* RX */
+
+static void nhi_rx_flush(struct nhi_chan *c)
+{
+	if (c->rx_cons == c->rx_rel_rung || c->dead)
+		return;
+	if (u4l_nhi_raw_doorbell(&c->dev->base, c->remote, false, 0, true,
+				 c->rx_cons) == 0)
+		c->rx_rel_rung = c->rx_cons;
+}
+
+static int nhi_rx_peek(struct u4l_chan *chan, struct u4l_rx_frame *frame)
+{
+	struct nhi_chan *c = (struct nhi_chan *)chan;
+	uint32_t lf, pos, len, flags;
+
+	/* no descriptor is posted at rx_rel_rung + depth - 1 */
+	if (c->rx_cons - c->rx_rel_rung >= c->depth - 1)
+		nhi_rx_flush(c);
+	if (c->rx_cons - c->rx_rel_rung >= c->depth - 1)
+		return 0;
+	pos = c->rx_cons & c->mask;
+	lf = load_acq(&c->rxd[pos].len_flags);
+	if (!((lf >> U4V_DESC_FLAGS_SHIFT) & U4V_DESC_COMPLETED)) {
+		/* idle: give buffers back so the sender is not stalled */
+		if (c->rx_cons != c->rx_rel_rung) {
+			nhi_rx_flush(c);
+			lf = load_acq(&c->rxd[pos].len_flags);
+			if (!((lf >> U4V_DESC_FLAGS_SHIFT) & U4V_DESC_COMPLETED))
+				return 0;
+		} else {
+			return 0;
+		}
+	}
+	len = lf & U4V_DESC_LEN_MASK;
+	if (!len)
+		len = U4V_FRAME_SIZE;
+	flags = (lf >> U4V_DESC_FLAGS_SHIFT) & U4V_DESC_CRC_ERROR ?
+			U4L_RX_CRC_ERR :
+			0;
+	frame->buf = c->rx_pool + (size_t)pos * U4V_FRAME_SIZE;
+	frame->len = len;
+	frame->flags = flags;
+	return 1;
+}
+
+static void nhi_rx_release(struct u4l_chan *chan)
+{
+	struct nhi_chan *c = (struct nhi_chan *)chan;
+	uint32_t lf = load_acq(&c->rxd[c->rx_cons & c->mask].len_flags);
+	uint32_t len = lf & U4V_DESC_LEN_MASK;
+
+	count(&c->dev->counters.rx_frames, 1);
+	count(&c->dev->counters.rx_bytes, len ? len : U4V_FRAME_SIZE);
+	c->rx_cons++;
+	if (c->rx_cons - c->rx_rel_rung >= c->depth / 4)
+		nhi_rx_flush(c);
+}
+
+/* Waiting */
+
+static void nhi_wait(struct u4l_dev *dev, uint64_t deadline_ns)
+{
+	struct nhi_dev *d = to_nhi(dev);
+	uint64_t now = u4l_now_ns();
+	struct pollfd pfd = { .fd = d->evfd, .events = POLLIN };
+	struct timespec ts;
+	uint64_t v;
+
+	if (deadline_ns <= now)
+		return;
+	ts.tv_sec = (time_t)((deadline_ns - now) / 1000000000u);
+	ts.tv_nsec = (long)((deadline_ns - now) % 1000000000u);
+	if (ppoll(&pfd, 1, &ts, NULL) > 0 && (pfd.revents & POLLIN)) {
+		if (read(d->evfd, &v, sizeof(v)) < 0)
+			return; /* EAGAIN: someone else drained it */
+	}
+}
+
+static void nhi_kick(struct u4l_dev *dev)
+{
+	uint64_t one = 1;
+
+	if (write(to_nhi(dev)->evfd, &one, sizeof(one)) < 0)
+		return; /* counter saturated: a wakeup is pending anyway */
+}
+
+static struct u4l_counters *nhi_counters(struct u4l_dev *dev)
+{
+	return &to_nhi(dev)->counters;
+}
+
+static uint64_t nhi_wire_rate(struct u4l_dev *dev)
+{
+	return to_nhi(dev)->wire_rate;
+}
+
+static const struct u4l_ops nhi_ops = {
+	.name = "nhi",
+	.close = nhi_close,
+	.ctx_id = nhi_ctx_id,
+	.ctx_alive = nhi_ctx_alive,
+	.chan_get = nhi_chan_get,
+	.chan_accept = nhi_chan_accept,
+	.chan_remote = nhi_chan_remote,
+	.tx_slot = nhi_tx_slot,
+	.tx_post = nhi_tx_post,
+	.tx_doorbell = nhi_tx_doorbell,
+	.tx_space = nhi_tx_space,
+	.rx_peek = nhi_rx_peek,
+	.rx_release = nhi_rx_release,
+	.wait = nhi_wait,
+	.kick = nhi_kick,
+	.counters = nhi_counters,
+	.wire_rate = nhi_wire_rate,
+};
+
+int u4l_is_nhi(const struct u4l_dev *dev)
+{
+	return dev && dev->ops == &nhi_ops;
+}
+
+uint64_t u4l_nhi_node_guid(struct u4l_dev *dev)
+{
+	return to_nhi(dev)->node_guid;
+}
+
+/* GET_CONTEXT through the uverbs write interface, with our driver data. */
+static int nhi_get_context(int fd, const struct u4v_alloc_ucontext_req *req,
+			   struct ib_uverbs_get_context_resp *core,
+			   struct u4v_alloc_ucontext_resp *drv)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_get_context cmd;
+		struct u4v_alloc_ucontext_req req;
+	} in;
+	struct {
+		struct ib_uverbs_get_context_resp core;
+		struct u4v_alloc_ucontext_resp drv;
+	} out;
+
+	memset(&in, 0, sizeof(in));
+	memset(&out, 0, sizeof(out));
+	in.hdr.command = IB_USER_VERBS_CMD_GET_CONTEXT;
+	in.hdr.in_words = sizeof(in) / 4;
+	in.hdr.out_words = sizeof(out) / 4;
+	in.cmd.response = (uintptr_t)&out;
+	in.req = *req;
+	if (write(fd, &in, sizeof(in)) != (ssize_t)sizeof(in))
+		return -errno;
+	*core = out.core;
+	*drv = out.drv;
+	return 0;
+}
+
+int u4l_nhi_open(int cmd_fd, uint32_t flags, int *async_fd,
+		 struct u4l_dev **dev)
+{
+	struct u4v_alloc_ucontext_req req = { .abi_version = U4V_ABI_VERSION };
+	struct ib_uverbs_get_context_resp core = { 0 };
+	struct u4v_alloc_ucontext_resp resp = { 0 };
+	struct nhi_dev *d;
+	void *st;
+	int ret;
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	pthread_mutex_init(&d->lock, NULL);
+	d->cmd_fd = cmd_fd;
+	d->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->evfd < 0) {
+		ret = -errno;
+		goto err;
+	}
+	req.event_fd = d->evfd;
+	req.flags = (flags & U4L_NHI_DIRECT) ? U4V_UCTX_REQ_DIRECT : 0;
+	ret = nhi_get_context(cmd_fd, &req, &core, &resp);
+	if (ret)
+		goto err;
+	if (async_fd)
+		*async_fd = (int)core.async_fd;
+	else
+		close((int)core.async_fd);
+	if (resp.abi_version != U4V_ABI_VERSION) {
+		ret = -EPROTO;
+		goto err;
+	}
+	st = mmap(NULL, resp.status_len, PROT_READ, MAP_SHARED, cmd_fd,
+		  (off_t)resp.status_off);
+	if (st == MAP_FAILED) {
+		ret = -errno;
+		goto err;
+	}
+	d->status = st;
+	d->status_len = resp.status_len;
+	d->ctx_id = resp.ctx_id;
+	d->depth = resp.ring_depth;
+	d->mode = resp.mode;
+	d->max_channels = resp.max_channels;
+	d->node_guid = resp.node_guid;
+	d->wire_rate = resp.wire_rate;
+	d->own_fd = flags & U4L_NHI_OWN_FD;
+	d->base.ops = &nhi_ops;
+	d->base.end = resp.end;
+	*dev = &d->base;
+	return 0;
+err:
+	if (d->evfd >= 0)
+		close(d->evfd);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+	return ret;
+}
+
+int u4l_nhi_attach(struct ibv_context *ctx, int cmd_fd, struct u4l_dev **dev)
+{
+	int async_fd = -1;
+	int ret = u4l_nhi_open(cmd_fd, 0, &async_fd, dev);
+
+	if (ret)
+		return ret;
+	if (ctx)
+		ctx->async_fd = async_fd;
+	else
+		close(async_fd);
+	return 0;
+}
+
+/* Completion events through the kernel. */
+
+static int nhi_write_cmd(int fd, uint32_t command, void *in, size_t in_len,
+			 size_t out_len)
+{
+	struct ib_uverbs_cmd_hdr *hdr = in;
+
+	hdr->command = command;
+	hdr->in_words = (uint16_t)(in_len / 4);
+	hdr->out_words = (uint16_t)(out_len / 4);
+	if (write(fd, in, in_len) != (ssize_t)in_len)
+		return -errno;
+	return 0;
+}
+
+int u4l_nhi_cq_create(struct u4l_dev *dev, int comp_fd, uint64_t user_handle,
+		      uint32_t cqe, uint32_t *handle)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_create_cq cmd;
+	} in;
+	struct ib_uverbs_create_cq_resp out;
+	int ret;
+
+	memset(&in, 0, sizeof(in));
+	memset(&out, 0, sizeof(out));
+	in.cmd.response = (uintptr_t)&out;
+	in.cmd.user_handle = user_handle;
+	in.cmd.cqe = cqe;
+	in.cmd.comp_channel = comp_fd;
+	ret = nhi_write_cmd(to_nhi(dev)->cmd_fd, IB_USER_VERBS_CMD_CREATE_CQ,
+			    &in, sizeof(in), sizeof(out));
+	if (!ret)
+		*handle = out.cq_handle;
+	return ret;
+}
+
+int u4l_nhi_cq_signal(struct u4l_dev *dev, uint32_t handle)
+{
+	struct ib_uverbs_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.attr_id = U4V_ATTR_CQ_SIGNAL_HANDLE;
+	a.flags = UVERBS_ATTR_F_MANDATORY;
+	a.data = handle;
+	return nhi_ioctl(to_nhi(dev)->cmd_fd, U4V_METHOD_CQ_SIGNAL, &a, 1);
+}
+
+int u4l_nhi_cq_arm(struct u4l_dev *dev, uint32_t handle, int solicited)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_req_notify_cq cmd;
+	} in;
+
+	memset(&in, 0, sizeof(in));
+	in.cmd.cq_handle = handle;
+	in.cmd.solicited_only = solicited ? 1 : 0;
+	return nhi_write_cmd(to_nhi(dev)->cmd_fd,
+			     IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, &in, sizeof(in),
+			     0);
+}
+
+int u4l_nhi_cq_destroy(struct u4l_dev *dev, uint32_t handle,
+		       uint32_t *events_reported)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_destroy_cq cmd;
+	} in;
+	struct ib_uverbs_destroy_cq_resp out;
+	int ret;
+
+	memset(&in, 0, sizeof(in));
+	memset(&out, 0, sizeof(out));
+	in.cmd.response = (uintptr_t)&out;
+	in.cmd.cq_handle = handle;
+	ret = nhi_write_cmd(to_nhi(dev)->cmd_fd, IB_USER_VERBS_CMD_DESTROY_CQ,
+			    &in, sizeof(in), sizeof(out));
+	if (!ret && events_reported)
+		*events_reported = out.comp_events_reported;
+	return ret;
+}

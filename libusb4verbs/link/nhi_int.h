@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* Internals of the nhi link backend, shared with its tests. */
+#ifndef USB4VERBS_NHI_INT_H
+#define USB4VERBS_NHI_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <usb4verbs/link.h>
+#include <usb4verbs/nhi.h>
+
+#include "../../kernel/include/uapi/usb4verbs-abi.h"
+
+struct nhi_dev;
+
+struct nhi_chan {
+	struct nhi_dev *dev;
+	struct nhi_chan *next_new; /* accepted, not yet handed out */
+	struct nhi_chan *next_old; /* replaced, kept until close */
+	uint32_t remote;
+	uint32_t depth, mask;
+	uint32_t flags; /* U4V_CHAN_* */
+	bool handed_out;
+	bool dead;
+	void *map[U4V_MAP_NR];
+	size_t len[U4V_MAP_NR];
+	struct u4v_desc *txd; /* read-only */
+	struct u4v_desc *rxd; /* read-only */
+	struct u4v_shadow_desc *shadow;
+	uint8_t *tx_pool;
+	const uint8_t *rx_pool;
+	/* TX side (engine TX lock) */
+	uint32_t tx_prod;   /* written to the shadow ring */
+	uint32_t tx_rung;   /* handed to the kernel */
+	uint32_t tx_reaped; /* seen completed */
+	/* RX side (engine RX lock) */
+	uint32_t rx_cons;     /* released by the engine */
+	uint32_t rx_rel_rung; /* releases handed to the kernel */
+};
+
+struct nhi_dev {
+	struct u4l_dev base;
+	int cmd_fd;
+	bool own_fd;
+	int evfd;
+	uint32_t ctx_id, depth, mode, max_channels;
+	uint64_t node_guid, wire_rate;
+	volatile struct u4v_status_page *status;
+	size_t status_len;
+	pthread_mutex_t lock; /* channel table */
+	uint32_t chan_gen_seen;
+	struct nhi_chan *chans[U4V_MAX_CTX];
+	struct nhi_chan *new_head, *new_tail;
+	struct nhi_chan *old;
+	struct u4l_counters counters;
+};
+
+/* Raw kernel calls, for tests (bogus doorbells). Return 0 or -errno. */
+int u4l_nhi_raw_doorbell(struct u4l_dev *dev, uint32_t remote, bool has_tx,
+			 uint32_t tx_prod, bool has_rx, uint32_t rx_cons);
+int u4l_nhi_raw_chan_get(struct u4l_dev *dev, uint32_t remote,
+			 struct u4v_chan_info *info);
+
+#endif
