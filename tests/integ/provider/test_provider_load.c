@@ -1,0 +1,1054 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Loads the built usb4verbs provider through the distro's unmodified
+ * libibverbs and drives every op it sets through the public ibv_* API.
+ *
+ * The device comes from a fake sysfs tree (SYSFS_PATH) naming a software
+ * cable this test creates; the provider is found via RDMAV_DRIVERS.
+ * libibverbs also wants a character device under /dev/infiniband and asks
+ * netlink first: this executable interposes open/stat (the fake uverbs node
+ * becomes /dev/null) and socket (NETLINK_RDMA fails, as on hosts without
+ * ib_core), so the test needs neither root nor the usb4v-sim shim.
+ *
+ * If the shim is built (libusb4v-sim-shim.so), the test re-executes itself
+ * with it preloaded so that completion channels can be exercised; without
+ * it, the provider's refusal of channels is checked instead.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <linux/netlink.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <usb4verbs/engine.h>
+#include <usb4verbs/sim.h>
+
+#ifndef NETLINK_RDMA
+#define NETLINK_RDMA 20
+#endif
+
+#define UVERBS_NAME "u4vtest-uverbs0"
+#define IBDEV_NAME "usb4vtest0"
+#define CDEV_PATH "/dev/infiniband/" UVERBS_NAME
+#define NODE_GUID_STR "0002:c903:00ab:cdef"
+#define NODE_GUID_HOST 0x0002c90300abcdefull
+
+static const char *gid_str[4] = {
+    "fe80:0000:0000:0000:0002:c9ff:feab:cdef",
+    "fe80:0000:0000:0000:0002:c9ff:feab:cdef",
+    "0000:0000:0000:0000:0000:ffff:c0a8:0101",
+    "0000:0000:0000:0000:0000:ffff:c0a8:0101",
+};
+static const char *gid_type_str[4] = {"IB/RoCE v1", "RoCE v2", "IB/RoCE v1",
+				      "RoCE v2"};
+
+/* ---- interposers for libibverbs (the executable's symbols win) ---- */
+
+static int redirect(const char *path)
+{
+	return path && strcmp(path, CDEV_PATH) == 0;
+}
+
+int open(const char *path, int flags, ...)
+{
+	static int (*next)(const char *, int, ...);
+	mode_t mode = 0;
+	int fd;
+
+	if (flags & (O_CREAT | O_TMPFILE)) {
+		va_list ap;
+
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	if (!next)
+		next =
+		    (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+	fd = next(path, flags, mode);
+	if (fd < 0 && redirect(path))
+		fd = next("/dev/null", flags, mode);
+	return fd;
+}
+
+int stat(const char *restrict path, struct stat *restrict st)
+{
+	static int (*next)(const char *restrict, struct stat *restrict);
+
+	if (!next)
+		next = (int (*)(const char *restrict,
+				struct stat *restrict))dlsym(RTLD_NEXT, "stat");
+	if (next(path, st) == 0)
+		return 0;
+	return redirect(path) ? next("/dev/null", st) : -1;
+}
+
+int socket(int domain, int type, int protocol)
+{
+	static int (*next)(int, int, int);
+
+	if (domain == AF_NETLINK && protocol == NETLINK_RDMA) {
+		errno = EPROTONOSUPPORT;
+		return -1;
+	}
+	if (!next)
+		next = (int (*)(int, int, int))dlsym(RTLD_NEXT, "socket");
+	return next(domain, type, protocol);
+}
+
+/* ---- fixture: fake sysfs + cable ---- */
+
+static char tmpdir[256];
+static char shm_name[128];
+static struct ibv_device **dev_list;
+static struct ibv_device *dev;
+static struct ibv_context *ctx;
+
+static void put_file(const char *rel, const char *content)
+{
+	char path[512], dir[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, rel);
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (p = dir + strlen(tmpdir) + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		mkdir(dir, 0755);
+		*p = '/';
+	}
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(content, f);
+	fclose(f);
+}
+
+static int rm_tree(const char *path)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *e;
+	char sub[1024];
+
+	if (lstat(path, &st))
+		return 0;
+	if (S_ISDIR(st.st_mode)) {
+		d = opendir(path);
+		while (d && (e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
+			rm_tree(sub);
+		}
+		if (d)
+			closedir(d);
+		return rmdir(path);
+	}
+	return unlink(path);
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static int group_setup(void **state)
+{
+	const char *pfx = getenv("U4V_TEST_SHM_PREFIX");
+	struct u4l_sim_config cfg;
+	char rel[256], line[256];
+	int i, n;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/u4v-provider-sysfs.XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	snprintf(shm_name, sizeof(shm_name), "%s-%d",
+		 pfx ? pfx : "/u4vt-provider", (int)getpid());
+	u4l_sim_config_default(&cfg);
+	if (u4l_sim_create(shm_name, &cfg))
+		return -1;
+
+	put_file("class/infiniband_verbs/abi_version", "6\n");
+	put_file("class/infiniband_verbs/" UVERBS_NAME "/ibdev",
+		 IBDEV_NAME "\n");
+	put_file("class/infiniband_verbs/" UVERBS_NAME "/dev", "0:0\n");
+	put_file("class/infiniband_verbs/" UVERBS_NAME "/abi_version", "1\n");
+	put_file("class/infiniband/" IBDEV_NAME "/node_type", "1: CA\n");
+	put_file("class/infiniband/" IBDEV_NAME "/node_guid",
+		 NODE_GUID_STR "\n");
+	for (i = 0; i < 4; i++) {
+		snprintf(rel, sizeof(rel),
+			 "class/infiniband/" IBDEV_NAME "/ports/1/gids/%d", i);
+		snprintf(line, sizeof(line), "%s\n", gid_str[i]);
+		put_file(rel, line);
+		snprintf(rel, sizeof(rel),
+			 "class/infiniband/" IBDEV_NAME
+			 "/ports/1/gid_attrs/types/%d",
+			 i);
+		snprintf(line, sizeof(line), "%s\n", gid_type_str[i]);
+		put_file(rel, line);
+	}
+	put_file("class/infiniband/" IBDEV_NAME "/ports/1/pkeys/0", "0xffff\n");
+	snprintf(line, sizeof(line), "shm=%s end=0\n", shm_name);
+	put_file("class/infiniband/" IBDEV_NAME "/usb4v_sim", line);
+
+	setenv("SYSFS_PATH", tmpdir, 1);
+	setenv("RDMAV_DRIVERS", U4V_PROVIDER_PREFIX, 1);
+	setenv("IBV_SHOW_WARNINGS", "1", 1);
+
+	dev_list = ibv_get_device_list(&n);
+	if (!dev_list)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(dev_list[i]), IBDEV_NAME))
+			dev = dev_list[i];
+	if (!dev) {
+		fprintf(stderr,
+			"provider did not claim %s (RDMAV_DRIVERS=%s)\n",
+			IBDEV_NAME, U4V_PROVIDER_PREFIX);
+		return -1;
+	}
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	if (dev_list)
+		ibv_free_device_list(dev_list);
+	u4l_sim_destroy(shm_name);
+	rm_tree(tmpdir);
+	return 0;
+}
+
+static int open_ctx(void **state)
+{
+	ctx = ibv_open_device(dev);
+	return ctx ? 0 : -1;
+}
+
+static int close_ctx(void **state)
+{
+	int rc = ctx ? ibv_close_device(ctx) : 0;
+
+	ctx = NULL;
+	return rc;
+}
+
+/* ---- helpers ---- */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Poll until one completion arrives (5 s bound). */
+static void poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	uint64_t end = now_ms() + 5000;
+	int n;
+
+	do {
+		n = ibv_poll_cq(cq, 1, wc);
+		assert_true(n >= 0);
+		if (n == 1)
+			return;
+	} while (now_ms() < end);
+	fail_msg("no completion within 5 s");
+}
+
+static uint32_t checksum(const uint8_t *p, size_t n)
+{
+	uint32_t a = 1, b = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		a = (a + p[i]) % 65521;
+		b = (b + a) % 65521;
+	}
+	return b << 16 | a;
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 31 + seed);
+}
+
+static void to_init(struct ibv_qp *qp, int access)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
+				.port_num = 1,
+				.pkey_index = 0,
+				.qp_access_flags = access};
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	if (qp->qp_type == IBV_QPT_UD) {
+		a.qkey = 0x11111111;
+		mask |= IBV_QP_QKEY;
+	} else {
+		mask |= IBV_QP_ACCESS_FLAGS;
+	}
+	assert_int_equal(ibv_modify_qp(qp, &a, mask), 0);
+	assert_int_equal(qp->state, IBV_QPS_INIT);
+}
+
+static void to_rts(struct ibv_qp *qp, uint32_t dest_qpn)
+{
+	union ibv_gid gid;
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR};
+	int mask = IBV_QP_STATE;
+
+	assert_int_equal(ibv_query_gid(ctx, 1, 0, &gid), 0);
+	if (qp->qp_type != IBV_QPT_UD) {
+		a.path_mtu = IBV_MTU_4096;
+		a.dest_qp_num = dest_qpn;
+		a.rq_psn = 0;
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.dgid = gid;
+		a.ah_attr.grh.sgid_index = 0;
+		a.ah_attr.grh.hop_limit = 1;
+		a.ah_attr.port_num = 1;
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN;
+		if (qp->qp_type == IBV_QPT_RC) {
+			a.max_dest_rd_atomic = 4;
+			a.min_rnr_timer = 12;
+			mask |=
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		}
+	}
+	assert_int_equal(ibv_modify_qp(qp, &a, mask), 0);
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (qp->qp_type == IBV_QPT_RC) {
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = 4;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	assert_int_equal(ibv_modify_qp(qp, &a, mask), 0);
+	assert_int_equal(qp->state, IBV_QPS_RTS);
+}
+
+/* ---- tests ---- */
+
+static void test_device(void **state)
+{
+	assert_int_equal(be64toh(ibv_get_device_guid(dev)), NODE_GUID_HOST);
+	assert_int_equal(ctx->device, dev);
+	/* The provider's own async fd: open, close-on-exec. */
+	int fl = fcntl(ctx->async_fd, F_GETFD);
+	assert_true(fl >= 0);
+	assert_true(fl & FD_CLOEXEC);
+	assert_true(ctx->cmd_fd >= 0);
+	assert_int_equal(ctx->num_comp_vectors, 1);
+}
+
+static void test_query_device(void **state)
+{
+	struct {
+		struct ibv_device_attr a;
+		uint8_t guard[sizeof(struct ibv_device_attr_ex) -
+			      sizeof(struct ibv_device_attr) + 64];
+	} small;
+	struct ibv_device_attr_ex ex;
+	size_t i;
+
+	memset(&small, 0xa5, sizeof(small));
+	assert_int_equal(ibv_query_device(ctx, &small.a), 0);
+	for (i = 0; i < sizeof(small.guard); i++)
+		assert_int_equal(small.guard[i], 0xa5);
+
+	struct ibv_device_attr *a = &small.a;
+	assert_int_equal(be64toh(a->node_guid), NODE_GUID_HOST);
+	assert_int_equal(a->vendor_id, U4V_VENDOR_ID);
+	assert_int_equal(a->vendor_part_id, U4V_VENDOR_PART_ID);
+	assert_int_equal(a->max_qp, U4V_MAX_QP);
+	assert_int_equal(a->max_qp_wr, U4V_MAX_QP_WR);
+	assert_int_equal(a->max_sge, U4V_MAX_SGE);
+	assert_int_equal(a->max_cq, U4V_MAX_CQ);
+	assert_int_equal(a->max_cqe, U4V_MAX_CQE);
+	assert_int_equal(a->max_mr, U4V_MAX_MR);
+	assert_int_equal(a->max_mr_size, U4V_MAX_MR_SIZE);
+	assert_int_equal(a->max_pd, U4V_MAX_PD);
+	assert_int_equal(a->max_qp_rd_atom, U4V_MAX_QP_RD_ATOM);
+	assert_int_equal(a->max_srq, U4V_MAX_SRQ);
+	assert_int_equal(a->max_srq_wr, U4V_MAX_SRQ_WR);
+	assert_int_equal(a->max_ah, U4V_MAX_AH);
+	assert_int_equal(a->phys_port_cnt, 1);
+
+	memset(&ex, 0x5a, sizeof(ex));
+	assert_int_equal(ibv_query_device_ex(ctx, NULL, &ex), 0);
+	assert_int_equal(ex.orig_attr.max_qp_wr, U4V_MAX_QP_WR);
+	assert_int_equal(ex.orig_attr.node_guid, small.a.node_guid);
+	struct ibv_query_device_ex_input in = {.comp_mask = 1};
+	assert_int_equal(ibv_query_device_ex(ctx, &in, &ex), EINVAL);
+}
+
+static void test_query_port_gid(void **state)
+{
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry ge;
+	union ibv_gid gid;
+	char buf[64];
+	uint16_t pkey;
+	int i;
+
+	assert_int_equal(ibv_query_port(ctx, 1, &pa), 0);
+	assert_int_equal(pa.state, IBV_PORT_ACTIVE);
+	assert_int_equal(pa.active_mtu, IBV_MTU_4096);
+	assert_int_equal(pa.link_layer, IBV_LINK_LAYER_ETHERNET);
+	assert_int_equal(pa.gid_tbl_len, 4);
+	assert_int_equal(pa.pkey_tbl_len, 1);
+
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(ibv_query_gid(ctx, 1, i, &gid), 0);
+		snprintf(
+		    buf, sizeof(buf), "%04x:%04x:%04x:%04x:%04x:%04x:%04x:%04x",
+		    gid.raw[0] << 8 | gid.raw[1], gid.raw[2] << 8 | gid.raw[3],
+		    gid.raw[4] << 8 | gid.raw[5], gid.raw[6] << 8 | gid.raw[7],
+		    gid.raw[8] << 8 | gid.raw[9],
+		    gid.raw[10] << 8 | gid.raw[11],
+		    gid.raw[12] << 8 | gid.raw[13],
+		    gid.raw[14] << 8 | gid.raw[15]);
+		assert_string_equal(buf, gid_str[i]);
+		assert_int_equal(ibv_query_gid_ex(ctx, 1, i, &ge, 0), 0);
+		assert_int_equal(ge.gid_type, (i & 1) ? IBV_GID_TYPE_ROCE_V2
+						      : IBV_GID_TYPE_ROCE_V1);
+	}
+	assert_int_equal(ibv_query_pkey(ctx, 1, 0, &pkey), 0);
+	assert_int_equal(be16toh(pkey), 0xffff);
+}
+
+static void test_pd_mr_ah(void **state)
+{
+	static uint8_t buf[8192];
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_mr *mr;
+	struct ibv_ah *ah;
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
+
+	assert_non_null(pd);
+	assert_ptr_equal(pd->context, ctx);
+	mr = ibv_reg_mr(pd, buf, sizeof(buf),
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			    IBV_ACCESS_REMOTE_READ);
+	assert_non_null(mr);
+	assert_ptr_equal(mr->context, ctx);
+	assert_ptr_equal(mr->pd, pd);
+	assert_ptr_equal(mr->addr, buf);
+	assert_int_equal(mr->length, sizeof(buf));
+	errno = 0;
+	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
+				      NULL, 0, IBV_ACCESS_LOCAL_WRITE),
+			 IBV_REREG_MR_ERR_CMD);
+	assert_int_equal(errno, EOPNOTSUPP);
+
+	assert_int_equal(ibv_query_gid(ctx, 1, 1, &aa.grh.dgid), 0);
+	aa.grh.sgid_index = 1;
+	ah = ibv_create_ah(pd, &aa);
+	assert_non_null(ah);
+	assert_ptr_equal(ah->context, ctx);
+	assert_ptr_equal(ah->pd, pd);
+
+	/* Objects in use keep their PD. */
+	assert_int_equal(ibv_dealloc_pd(pd), EBUSY);
+	assert_int_equal(ibv_destroy_ah(ah), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+}
+
+static void test_cq_srq(void **state)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 100, (void *)0x1234, NULL, 0);
+	struct ibv_cq_init_attr_ex cx = {
+	    .cqe = 64,
+	    .wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
+			IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
+			IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
+			IBV_WC_EX_WITH_DLID_PATH_BITS,
+	};
+	struct ibv_cq_ex *cqx;
+	struct ibv_poll_cq_attr pa = {};
+	struct ibv_pd *pd;
+	struct ibv_srq_init_attr si = {.srq_context = (void *)0x99,
+				       .attr = {.max_wr = 64, .max_sge = 2}};
+	struct ibv_srq_attr sa;
+	struct ibv_srq *srq;
+	struct ibv_wc wc;
+
+	assert_non_null(cq);
+	assert_ptr_equal(cq->context, ctx);
+	assert_ptr_equal(cq->cq_context, (void *)0x1234);
+	assert_true(cq->cqe >= 100);
+	assert_int_equal(ibv_poll_cq(cq, 1, &wc), 0);
+	assert_int_equal(ibv_req_notify_cq(cq, 0), 0);
+	assert_int_equal(ibv_resize_cq(cq, 500), 0);
+	assert_true(cq->cqe >= 500);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+
+	cqx = ibv_create_cq_ex(ctx, &cx);
+	assert_non_null(cqx);
+	assert_ptr_equal(cqx->context, ctx);
+	assert_int_equal(ibv_start_poll(cqx, &pa), ENOENT);
+	assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0);
+	cx.wc_flags |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+	errno = 0;
+	assert_null(ibv_create_cq_ex(ctx, &cx));
+	assert_int_equal(errno, EOPNOTSUPP);
+
+	pd = ibv_alloc_pd(ctx);
+	assert_non_null(pd);
+	srq = ibv_create_srq(pd, &si);
+	assert_non_null(srq);
+	assert_ptr_equal(srq->context, ctx);
+	assert_ptr_equal(srq->pd, pd);
+	assert_ptr_equal(srq->srq_context, (void *)0x99);
+	assert_int_equal(ibv_query_srq(srq, &sa), 0);
+	assert_true(sa.max_wr >= 64);
+	sa.srq_limit = 8;
+	assert_int_equal(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT), 0);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+}
+
+static void test_qp_types(void **state)
+{
+	static const enum ibv_qp_type types[] = {IBV_QPT_RC, IBV_QPT_UC,
+						 IBV_QPT_UD};
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *scq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	size_t i;
+
+	assert_non_null(pd);
+	assert_non_null(scq);
+	assert_non_null(rcq);
+	for (i = 0; i < 3; i++) {
+		struct ibv_qp_init_attr ia = {
+		    .qp_context = (void *)(i + 1),
+		    .send_cq = scq,
+		    .recv_cq = rcq,
+		    .qp_type = types[i],
+		    .cap = {.max_send_wr = 16,
+			    .max_recv_wr = 16,
+			    .max_send_sge = 1,
+			    .max_recv_sge = 1},
+		};
+		struct ibv_qp_init_attr qi;
+		struct ibv_qp_attr qa;
+		struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+		assert_non_null(qp);
+		assert_ptr_equal(qp->context, ctx);
+		assert_ptr_equal(qp->qp_context, (void *)(i + 1));
+		assert_ptr_equal(qp->pd, pd);
+		assert_ptr_equal(qp->send_cq, scq);
+		assert_ptr_equal(qp->recv_cq, rcq);
+		assert_null(qp->srq);
+		assert_int_equal(qp->qp_type, types[i]);
+		assert_int_equal(qp->state, IBV_QPS_RESET);
+		assert_true(qp->qp_num != 0);
+		assert_true(ia.cap.max_send_wr >= 16);
+		assert_null(ibv_qp_to_qp_ex(qp));
+		to_init(qp, IBV_ACCESS_REMOTE_WRITE);
+		assert_int_equal(ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi), 0);
+		assert_int_equal(qa.qp_state, IBV_QPS_INIT);
+		assert_ptr_equal(qi.send_cq, scq);
+		assert_ptr_equal(qi.qp_context, (void *)(i + 1));
+		assert_int_equal(qi.qp_type, types[i]);
+		assert_int_equal(ibv_destroy_qp(qp), 0);
+	}
+	assert_int_equal(ibv_destroy_cq(scq), 0);
+	assert_int_equal(ibv_destroy_cq(rcq), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+}
+
+#define BUF_SZ (64 * 1024)
+
+/* Two RC QPs of one context connected to each other (software loopback). */
+static void test_rc_loopback(void **state)
+{
+	uint8_t *sbuf = malloc(BUF_SZ), *rbuf = malloc(BUF_SZ);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq_a = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_cq_init_attr_ex cx = {
+	    .cqe = 64,
+	    .wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM |
+			IBV_WC_EX_WITH_IMM,
+	};
+	struct ibv_cq_ex *cq_b = ibv_create_cq_ex(ctx, &cx);
+	struct ibv_mr *smr, *rmr;
+	struct ibv_qp *a, *b;
+	struct ibv_qp_ex *ax;
+	struct ibv_sge sge;
+	struct ibv_send_wr swr, *bad_s;
+	struct ibv_recv_wr rwr, *bad_r;
+	struct ibv_wc wc;
+	struct ibv_poll_cq_attr pa = {};
+	uint64_t end;
+	int rc;
+
+	assert_non_null(pd);
+	assert_non_null(cq_a);
+	assert_non_null(cq_b);
+	smr = ibv_reg_mr(pd, sbuf, BUF_SZ,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+			     IBV_ACCESS_REMOTE_WRITE);
+	rmr = ibv_reg_mr(pd, rbuf, BUF_SZ,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+			     IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(smr);
+	assert_non_null(rmr);
+
+	struct ibv_qp_init_attr_ex ia = {
+	    .send_cq = cq_a,
+	    .recv_cq = cq_a,
+	    .qp_type = IBV_QPT_RC,
+	    .cap = {.max_send_wr = 32,
+		    .max_recv_wr = 32,
+		    .max_send_sge = 2,
+		    .max_recv_sge = 2,
+		    .max_inline_data = 64},
+	    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+	    .pd = pd,
+	    .send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
+			      IBV_QP_EX_WITH_RDMA_READ,
+	};
+	a = ibv_create_qp_ex(ctx, &ia);
+	assert_non_null(a);
+	ax = ibv_qp_to_qp_ex(a);
+	assert_non_null(ax);
+	ia.send_cq = ibv_cq_ex_to_cq(cq_b);
+	ia.recv_cq = ibv_cq_ex_to_cq(cq_b);
+	ia.comp_mask = IBV_QP_INIT_ATTR_PD;
+	b = ibv_create_qp_ex(ctx, &ia);
+	assert_non_null(b);
+
+	to_init(a, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	to_init(b, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	to_rts(a, b->qp_num);
+	to_rts(b, a->qp_num);
+
+	/* SEND a -> b, checked by checksum; recv completion via cq_ex. */
+	fill(sbuf, BUF_SZ, 7);
+	memset(rbuf, 0, BUF_SZ);
+	sge = (struct ibv_sge){(uintptr_t)rbuf, BUF_SZ, rmr->lkey};
+	rwr = (struct ibv_recv_wr){.wr_id = 21, .sg_list = &sge, .num_sge = 1};
+	assert_int_equal(ibv_post_recv(b, &rwr, &bad_r), 0);
+	sge = (struct ibv_sge){(uintptr_t)sbuf, BUF_SZ, smr->lkey};
+	swr = (struct ibv_send_wr){.wr_id = 11,
+				   .sg_list = &sge,
+				   .num_sge = 1,
+				   .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED};
+	assert_int_equal(ibv_post_send(a, &swr, &bad_s), 0);
+	poll_one(cq_a, &wc);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 11);
+	end = now_ms() + 5000;
+	while ((rc = ibv_start_poll(cq_b, &pa)) == ENOENT && now_ms() < end)
+		;
+	assert_int_equal(rc, 0);
+	assert_int_equal(cq_b->status, IBV_WC_SUCCESS);
+	assert_int_equal(cq_b->wr_id, 21);
+	assert_int_equal(ibv_wc_read_opcode(cq_b), IBV_WC_RECV);
+	assert_int_equal(ibv_wc_read_byte_len(cq_b), BUF_SZ);
+	assert_int_equal(ibv_wc_read_qp_num(cq_b), b->qp_num);
+	assert_int_equal(ibv_next_poll(cq_b), ENOENT);
+	ibv_end_poll(cq_b);
+	assert_int_equal(checksum(rbuf, BUF_SZ), checksum(sbuf, BUF_SZ));
+
+	/* RDMA WRITE a -> b's buffer. */
+	fill(sbuf, BUF_SZ, 99);
+	swr = (struct ibv_send_wr){.wr_id = 12,
+				   .sg_list = &sge,
+				   .num_sge = 1,
+				   .opcode = IBV_WR_RDMA_WRITE,
+				   .send_flags = IBV_SEND_SIGNALED,
+				   .wr.rdma = {(uintptr_t)rbuf, rmr->rkey}};
+	assert_int_equal(ibv_post_send(a, &swr, &bad_s), 0);
+	poll_one(cq_a, &wc);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RDMA_WRITE);
+	assert_int_equal(checksum(rbuf, BUF_SZ), checksum(sbuf, BUF_SZ));
+
+	/* RDMA READ: a pulls b's buffer (changed) into its own. */
+	fill(rbuf, BUF_SZ, 3);
+	memset(sbuf, 0, BUF_SZ);
+	swr.wr_id = 13;
+	swr.opcode = IBV_WR_RDMA_READ;
+	assert_int_equal(ibv_post_send(a, &swr, &bad_s), 0);
+	poll_one(cq_a, &wc);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RDMA_READ);
+	assert_int_equal(wc.byte_len, BUF_SZ);
+	assert_int_equal(checksum(rbuf, BUF_SZ), checksum(sbuf, BUF_SZ));
+
+	/* ibv_wr_* API: one inline SEND and one SGE SEND in a batch. */
+	static const char msg[] = "usb4verbs inline";
+	memset(rbuf, 0, BUF_SZ);
+	sge = (struct ibv_sge){(uintptr_t)rbuf, 4096, rmr->lkey};
+	rwr = (struct ibv_recv_wr){.wr_id = 22, .sg_list = &sge, .num_sge = 1};
+	assert_int_equal(ibv_post_recv(b, &rwr, &bad_r), 0);
+	struct ibv_sge sge2 = {(uintptr_t)rbuf + 4096, 4096, rmr->lkey};
+	rwr = (struct ibv_recv_wr){.wr_id = 23, .sg_list = &sge2, .num_sge = 1};
+	assert_int_equal(ibv_post_recv(b, &rwr, &bad_r), 0);
+	fill(sbuf, 4096, 42);
+	ibv_wr_start(ax);
+	ax->wr_id = 14;
+	ax->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(ax);
+	char tmp[sizeof(msg)];
+	memcpy(tmp, msg, sizeof(msg));
+	ibv_wr_set_inline_data(ax, tmp, sizeof(tmp));
+	memset(tmp, 0, sizeof(tmp)); /* inline data was copied already */
+	ax->wr_id = 15;
+	ibv_wr_send(ax);
+	ibv_wr_set_sge(ax, smr->lkey, (uintptr_t)sbuf, 4096);
+	assert_int_equal(ibv_wr_complete(ax), 0);
+	poll_one(cq_a, &wc);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 14);
+	poll_one(cq_a, &wc);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 15);
+	poll_one(ibv_cq_ex_to_cq(cq_b), &wc);
+	assert_int_equal(wc.wr_id, 22);
+	assert_int_equal(wc.byte_len, sizeof(msg));
+	assert_string_equal((char *)rbuf, msg);
+	poll_one(ibv_cq_ex_to_cq(cq_b), &wc);
+	assert_int_equal(wc.wr_id, 23);
+	assert_int_equal(checksum(rbuf + 4096, 4096), checksum(sbuf, 4096));
+
+	/* A setter before any opcode fails the batch; abort discards. */
+	ibv_wr_start(ax);
+	ibv_wr_set_sge(ax, smr->lkey, (uintptr_t)sbuf, 16);
+	assert_int_equal(ibv_wr_complete(ax), EINVAL);
+	ibv_wr_start(ax);
+	ibv_wr_send(ax);
+	ibv_wr_abort(ax);
+
+	assert_int_equal(ibv_destroy_qp(a), 0);
+	assert_int_equal(ibv_destroy_qp(b), 0);
+	assert_int_equal(ibv_dereg_mr(smr), 0);
+	assert_int_equal(ibv_dereg_mr(rmr), 0);
+	assert_int_equal(ibv_destroy_cq(cq_a), 0);
+	assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(cq_b)), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	free(sbuf);
+	free(rbuf);
+}
+
+/* UD loopback through an SRQ: AH, GRH space, src_qp; SRQ limit event. */
+static void test_ud_srq(void **state)
+{
+	static uint8_t buf[2 * 4096];
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_srq_init_attr si = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct ibv_srq *srq;
+	struct ibv_mr *mr;
+	struct ibv_qp *a, *b;
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
+	struct ibv_ah *ah;
+	struct ibv_sge sge;
+	struct ibv_recv_wr rwr, *bad_r;
+	struct ibv_send_wr swr, *bad_s;
+	struct ibv_wc wc;
+	int i;
+
+	assert_non_null(pd);
+	assert_non_null(cq);
+	srq = ibv_create_srq(pd, &si);
+	assert_non_null(srq);
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	struct ibv_qp_init_attr ia = {
+	    .send_cq = cq,
+	    .recv_cq = cq,
+	    .qp_type = IBV_QPT_UD,
+	    .cap = {.max_send_wr = 8,
+		    .max_recv_wr = 8,
+		    .max_send_sge = 1,
+		    .max_recv_sge = 1},
+	};
+	a = ibv_create_qp(pd, &ia);
+	assert_non_null(a);
+	ia.srq = srq;
+	b = ibv_create_qp(pd, &ia);
+	assert_non_null(b);
+	assert_ptr_equal(b->srq, srq);
+	to_init(a, 0);
+	to_init(b, 0);
+	to_rts(a, 0);
+	to_rts(b, 0);
+
+	sge = (struct ibv_sge){(uintptr_t)(buf + 4096), 4096, mr->lkey};
+	rwr = (struct ibv_recv_wr){.wr_id = 31, .sg_list = &sge, .num_sge = 1};
+	assert_int_equal(ibv_post_srq_recv(srq, &rwr, &bad_r), 0);
+
+	assert_int_equal(ibv_query_gid(ctx, 1, 1, &aa.grh.dgid), 0);
+	aa.grh.sgid_index = 1;
+	ah = ibv_create_ah(pd, &aa);
+	assert_non_null(ah);
+	for (i = 0; i < 256; i++)
+		buf[i] = (uint8_t)i;
+	sge = (struct ibv_sge){(uintptr_t)buf, 256, mr->lkey};
+	swr = (struct ibv_send_wr){.wr_id = 32,
+				   .sg_list = &sge,
+				   .num_sge = 1,
+				   .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED,
+				   .wr.ud = {ah, b->qp_num, 0x11111111}};
+	assert_int_equal(ibv_post_send(a, &swr, &bad_s), 0);
+	for (i = 0; i < 2; i++) {
+		poll_one(cq, &wc);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		if (wc.wr_id == 31) {
+			assert_int_equal(wc.byte_len, 256 + 40);
+			assert_int_equal(wc.src_qp, a->qp_num);
+			assert_int_equal(checksum(buf + 4096 + 40, 256),
+					 checksum(buf, 256));
+		} else {
+			assert_int_equal(wc.wr_id, 32);
+		}
+	}
+
+	/*
+	 * Async events: arm the SRQ limit above what is left, consume one
+	 * WQE; the engine's event arrives on the provider's async_fd and
+	 * libibverbs turns its element into our ibv_srq.
+	 */
+	for (i = 0; i < 2; i++) {
+		sge = (struct ibv_sge){(uintptr_t)(buf + 4096), 4096, mr->lkey};
+		rwr = (struct ibv_recv_wr){
+		    .wr_id = 40 + i, .sg_list = &sge, .num_sge = 1};
+		assert_int_equal(ibv_post_srq_recv(srq, &rwr, &bad_r), 0);
+	}
+	struct ibv_srq_attr sa = {.srq_limit = 2};
+	assert_int_equal(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT), 0);
+	sge = (struct ibv_sge){(uintptr_t)buf, 16, mr->lkey};
+	swr.wr_id = 33;
+	assert_int_equal(ibv_post_send(a, &swr, &bad_s), 0);
+	for (i = 0; i < 2; i++) {
+		poll_one(cq, &wc);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	}
+	struct pollfd pfd = {.fd = ctx->async_fd, .events = POLLIN};
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	struct ibv_async_event ev;
+	assert_int_equal(ibv_get_async_event(ctx, &ev), 0);
+	assert_int_equal(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+	assert_ptr_equal(ev.element.srq, srq);
+	ibv_ack_async_event(&ev);
+	assert_int_equal(srq->events_completed, 1);
+
+	assert_int_equal(ibv_destroy_qp(a), 0);
+	assert_int_equal(ibv_destroy_qp(b), 0);
+	assert_int_equal(ibv_destroy_ah(ah), 0);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+}
+
+/* Completion channels: full path under the shim, refusal without it. */
+static void test_comp_channel(void **state)
+{
+	int (*wfd_of)(int) =
+	    (int (*)(int))dlsym(RTLD_DEFAULT, "usb4v_shim_comp_channel_wfd");
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq, *ev_cq;
+	void *ev_ctx;
+
+	if (!wfd_of) {
+		/* A channel struct as libibverbs would make it, minus kernel.
+		 */
+		struct ibv_comp_channel fake = {.context = ctx, .fd = -1};
+
+		errno = 0;
+		assert_null(ibv_create_cq(ctx, 16, NULL, &fake, 0));
+		assert_int_equal(errno, EOPNOTSUPP);
+		assert_int_equal(fake.refcnt, 0);
+		return;
+	}
+	ch = ibv_create_comp_channel(ctx);
+	assert_non_null(ch);
+	if (wfd_of(ch->fd) < 0) {
+		free(ch); /* the shim did not answer: fd is not ours to close */
+		skip();
+	}
+	cq = ibv_create_cq(ctx, 16, (void *)0x77, ch, 0);
+	assert_non_null(cq);
+	assert_int_equal(ch->refcnt, 1);
+	assert_int_equal(ibv_req_notify_cq(cq, 0), 0);
+
+	/* A loopback UD send to ourselves produces the completion. */
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	static uint8_t buf[4096 + 64];
+	struct ibv_mr *mr =
+	    ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_qp_init_attr ia = {
+	    .send_cq = cq,
+	    .recv_cq = cq,
+	    .qp_type = IBV_QPT_UD,
+	    .cap = {.max_send_wr = 4,
+		    .max_recv_wr = 4,
+		    .max_send_sge = 1,
+		    .max_recv_sge = 1},
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
+	struct ibv_ah *ah;
+	struct ibv_sge sge = {(uintptr_t)buf, 64, mr->lkey};
+	struct ibv_send_wr swr = {.sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED},
+			   *bad_s;
+	struct ibv_wc wc;
+
+	assert_non_null(qp);
+	to_init(qp, 0);
+	to_rts(qp, 0);
+	assert_int_equal(ibv_query_gid(ctx, 1, 1, &aa.grh.dgid), 0);
+	aa.grh.sgid_index = 1;
+	ah = ibv_create_ah(pd, &aa);
+	assert_non_null(ah);
+	swr.wr.ud.ah = ah;
+	swr.wr.ud.remote_qpn = qp->qp_num;
+	swr.wr.ud.remote_qkey = 0x11111111;
+	struct ibv_sge rsge = {(uintptr_t)buf + 64, 4096, mr->lkey};
+	struct ibv_recv_wr rwr = {.sg_list = &rsge, .num_sge = 1}, *bad_r;
+	assert_int_equal(ibv_post_recv(qp, &rwr, &bad_r), 0);
+	assert_int_equal(ibv_post_send(qp, &swr, &bad_s), 0);
+	assert_int_equal(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+	assert_ptr_equal(ev_cq, cq);
+	assert_ptr_equal(ev_ctx, (void *)0x77);
+	ibv_ack_cq_events(cq, 1);
+	poll_one(cq, &wc);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	poll_one(cq, &wc);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_destroy_ah(ah), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ch->refcnt, 0);
+	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
+}
+
+/* Open and close a context with objects: no fd stays behind. */
+static void test_no_fd_leak(void **state)
+{
+	int before = count_fds();
+	struct ibv_context *c = ibv_open_device(dev);
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+
+	assert_non_null(c);
+	pd = ibv_alloc_pd(c);
+	cq = ibv_create_cq(c, 8, NULL, NULL, 0);
+	assert_non_null(pd);
+	assert_non_null(cq);
+	assert_true(count_fds() > before);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(ibv_close_device(c), 0);
+	assert_int_equal(count_fds(), before);
+}
+
+/* Without a usb4v_sim file the device is a kernel one: refused, ENODEV. */
+static void test_kernel_device_refused(void **state)
+{
+	char path[512];
+	struct ibv_context *c;
+
+	snprintf(path, sizeof(path),
+		 "%s/class/infiniband/" IBDEV_NAME "/usb4v_sim", tmpdir);
+	char moved[520];
+	snprintf(moved, sizeof(moved), "%s.off", path);
+	assert_int_equal(rename(path, moved), 0);
+	int before = count_fds();
+	errno = 0;
+	c = ibv_open_device(dev);
+	int err = errno;
+	assert_int_equal(rename(moved, path), 0);
+	assert_null(c);
+	assert_int_equal(err, ENODEV);
+	assert_int_equal(count_fds(), before);
+}
+
+static void maybe_reexec_with_shim(char **argv)
+{
+	const char *pre = getenv("LD_PRELOAD");
+	char buf[1024];
+
+	if (getenv("U4V_PLT_CHILD") || access(U4V_SHIM_PATH, R_OK))
+		return;
+	snprintf(buf, sizeof(buf), "%s%s%s", U4V_SHIM_PATH, pre ? ":" : "",
+		 pre ? pre : "");
+	setenv("LD_PRELOAD", buf, 1);
+	setenv("U4V_PLT_CHILD", "1", 1);
+	/* An ASan build would object to the shim preceding its runtime. */
+	setenv("ASAN_OPTIONS", "verify_asan_link_order=0", 0);
+	execv("/proc/self/exe", argv);
+	fprintf(stderr, "re-exec with the shim failed (%s): testing without\n",
+		strerror(errno));
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_device, open_ctx, close_ctx),
+	    cmocka_unit_test_setup_teardown(test_query_device, open_ctx,
+					    close_ctx),
+	    cmocka_unit_test_setup_teardown(test_query_port_gid, open_ctx,
+					    close_ctx),
+	    cmocka_unit_test_setup_teardown(test_pd_mr_ah, open_ctx, close_ctx),
+	    cmocka_unit_test_setup_teardown(test_cq_srq, open_ctx, close_ctx),
+	    cmocka_unit_test_setup_teardown(test_qp_types, open_ctx, close_ctx),
+	    cmocka_unit_test_setup_teardown(test_rc_loopback, open_ctx,
+					    close_ctx),
+	    cmocka_unit_test_setup_teardown(test_ud_srq, open_ctx, close_ctx),
+	    cmocka_unit_test_setup_teardown(test_comp_channel, open_ctx,
+					    close_ctx),
+	    cmocka_unit_test(test_no_fd_leak),
+	    cmocka_unit_test(test_kernel_device_refused),
+	};
+
+	maybe_reexec_with_shim(argv);
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
