@@ -378,11 +378,12 @@ static int initiator(int rfd, int wfd)
 	cap = opt.rate_gbps * GRANULE / (GRANULE + HDR);
 	printf("engine_bw: op=%s qps=%d threads=%d size=%zu rate_gbps=%g "
 	       "drop=%g stranded=%g bytes=%llu secs=%.3f goodput_gbps=%.3f "
-	       "payload_capacity_gbps=%.3f efficiency=%.4f\n",
+	       "payload_capacity_gbps=%.3f efficiency=%.4f retransmits=%llu\n",
 	       opt.op == OP_READ ? "read" : opt.op == OP_SEND ? "send" : "write",
 	       opt.qps * opt.threads, opt.threads, opt.size, opt.rate_gbps,
 	       opt.drop, opt.stranded, (unsigned long long)bytes, secs, gbps,
-	       cap, opt.rate_gbps > 0 ? gbps / cap : 0.0);
+	       cap, opt.rate_gbps > 0 ? gbps / cap : 0.0,
+	       (unsigned long long)u4v_ctx_counters(e.ctx)->retransmits);
 	return 0;
 }
 
