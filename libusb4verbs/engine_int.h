@@ -198,7 +198,8 @@ struct u4v_qp {
 	struct u4v_swqe *sq;
 	struct ibv_sge *sq_sges;
 	uint8_t *sq_inline;
-	uint32_t sq_size;
+	uint32_t sq_size; /* a power of two */
+	/* free-running indices (slot = index & (sq_size - 1)) */
 	uint32_t sq_head; /* oldest not retired */
 	uint32_t sq_send; /* next WQE with frames to send */
 	uint32_t sq_tail; /* next free */
@@ -266,6 +267,11 @@ struct u4v_qp {
 	bool in_table;
 	bool in_batch; /* queued for a coalesced ACK */
 };
+
+static inline struct u4v_swqe *u4v_sq_at(struct u4v_qp *qp, uint32_t idx)
+{
+	return &qp->sq[idx & (qp->sq_size - 1)];
+}
 
 /* ctx.c */
 uint64_t u4v_now(void);

@@ -47,8 +47,8 @@ static void ack_to(struct u4v_qp *qp, uint32_t psn)
 	qp->rnr_left = qp->rnr_retry;
 	qp->dup_acks = 0;
 	qp->retry_deadline = u4v_now() + u4v_ack_timeout_ns(qp->timeout);
-	for (n = 0; n < qp->sq_count; n++, i = (i + 1) % qp->sq_size) {
-		struct u4v_swqe *w = &qp->sq[i];
+	for (n = 0; n < qp->sq_count; n++, i++) {
+		struct u4v_swqe *w = u4v_sq_at(qp, i);
 		uint32_t last = psn_add(w->first_psn, w->npsn - 1);
 
 		if (!w->psn_assigned || psn_diff(last, psn) > 0)
@@ -66,8 +66,8 @@ static void ack_to(struct u4v_qp *qp, uint32_t psn)
 	}
 	/* the send cursor never rests on a finished WQE */
 	while (qp->sq_send != qp->sq_tail &&
-	       qp->sq[qp->sq_send].state == U4V_WQE_DONE)
-		qp->sq_send = (qp->sq_send + 1) % qp->sq_size;
+	       u4v_sq_at(qp, qp->sq_send)->state == U4V_WQE_DONE)
+		qp->sq_send = qp->sq_send + 1;
 }
 
 static void fail_at(struct u4v_qp *qp, uint32_t psn, enum ibv_wc_status st)
@@ -75,7 +75,7 @@ static void fail_at(struct u4v_qp *qp, uint32_t psn, enum ibv_wc_status st)
 	struct u4v_swqe *w = u4v_req_find(qp, psn);
 
 	if (!w)
-		w = &qp->sq[qp->sq_head];
+		w = u4v_sq_at(qp, qp->sq_head);
 	if (qp->sq_count)
 		finish(qp, w, st);
 }
@@ -139,8 +139,8 @@ static struct u4v_swqe *waiting_response(struct u4v_qp *qp)
 {
 	uint32_t i = qp->sq_head, n;
 
-	for (n = 0; n < qp->sq_count; n++, i = (i + 1) % qp->sq_size) {
-		struct u4v_swqe *w = &qp->sq[i];
+	for (n = 0; n < qp->sq_count; n++, i++) {
+		struct u4v_swqe *w = u4v_sq_at(qp, i);
 
 		if (!w->psn_assigned)
 			break;

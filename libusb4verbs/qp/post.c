@@ -160,9 +160,9 @@ int u4v_post_send(struct u4v_qp *qp, struct ibv_send_wr *wr,
 			ret = ENOMEM;
 		if (ret)
 			goto out;
-		slot = qp->sq_tail;
+		slot = qp->sq_tail & (qp->sq_size - 1);
 		fill_wqe(qp, &qp->sq[slot], wr, length, slot);
-		qp->sq_tail = (qp->sq_tail + 1) % qp->sq_size;
+		qp->sq_tail = qp->sq_tail + 1;
 		qp->sq_count++;
 		posted = true;
 	}

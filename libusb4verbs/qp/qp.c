@@ -40,7 +40,11 @@ static int alloc_queues(struct u4v_qp *qp)
 		c->max_send_wr = 1;
 	if (!c->max_send_sge)
 		c->max_send_sge = 1;
-	qp->sq_size = c->max_send_wr;
+	/* a power of two: the ring indices run free and wrap cleanly */
+	qp->sq_size = 1;
+	while (qp->sq_size < c->max_send_wr)
+		qp->sq_size <<= 1;
+	c->max_send_wr = qp->sq_size;
 	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
 	qp->sq_sges = calloc((size_t)qp->sq_size * c->max_send_sge,
 			     sizeof(*qp->sq_sges));
@@ -225,7 +229,7 @@ void u4v_qp_flush(struct u4v_qp *qp)
 	struct ibv_wc wc;
 
 	while (qp->sq_count) {
-		struct u4v_swqe *s = &qp->sq[qp->sq_head];
+		struct u4v_swqe *s = u4v_sq_at(qp, qp->sq_head);
 
 		memset(&wc, 0, sizeof(wc));
 		wc.wr_id = s->wr_id;
@@ -236,7 +240,7 @@ void u4v_qp_flush(struct u4v_qp *qp)
 		if (wc.status || qp->sq_sig_all ||
 		    (s->send_flags & IBV_SEND_SIGNALED))
 			u4v_cq_push(qp->scq, &wc, false);
-		qp->sq_head = (qp->sq_head + 1) % qp->sq_size;
+		qp->sq_head = qp->sq_head + 1;
 		qp->sq_count--;
 	}
 	qp->sq_send = qp->sq_tail = qp->sq_head;

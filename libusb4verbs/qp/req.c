@@ -86,12 +86,12 @@ static bool emit_frame(struct u4v_qp *qp, struct u4v_peer *peer,
 			    off);
 }
 
-static bool wqe_outstanding(const struct u4v_qp *qp)
+static bool wqe_outstanding(struct u4v_qp *qp)
 {
 	uint32_t i = qp->sq_head, n;
 
-	for (n = 0; n < qp->sq_count; n++, i = (i + 1) % qp->sq_size) {
-		const struct u4v_swqe *w = &qp->sq[i];
+	for (n = 0; n < qp->sq_count; n++, i++) {
+		const struct u4v_swqe *w = u4v_sq_at(qp, i);
 
 		if (!w->psn_assigned)
 			return false;
@@ -116,11 +116,11 @@ static void push_connected(struct u4v_qp *qp, uint64_t now)
 			blocked = true;
 	}
 	while (!blocked && qp->sq_send != qp->sq_tail) {
-		struct u4v_swqe *w = &qp->sq[qp->sq_send];
+		struct u4v_swqe *w = u4v_sq_at(qp, qp->sq_send);
 		bool rc = qp->type == IBV_QPT_RC;
 
 		if (w->state == U4V_WQE_DONE) { /* acknowledged meanwhile */
-			qp->sq_send = (qp->sq_send + 1) % qp->sq_size;
+			qp->sq_send = qp->sq_send + 1;
 			continue;
 		}
 		if (!w->psn_assigned) {
@@ -162,11 +162,12 @@ static void push_connected(struct u4v_qp *qp, uint64_t now)
 		} else {
 			w->state = U4V_WQE_DONE; /* UC: nothing to wait for */
 		}
-		qp->sq_send = (qp->sq_send + 1) % qp->sq_size;
+		qp->sq_send = qp->sq_send + 1;
 	}
 out:
 	if (qp->type == IBV_QPT_RC && qp->sq_send == qp->sq_head &&
-	    qp->sq[qp->sq_send].next_frame && !qp->retry_deadline)
+	    qp->sq_send != qp->sq_tail &&
+	    u4v_sq_at(qp, qp->sq_send)->next_frame && !qp->retry_deadline)
 		qp->retry_deadline = now + u4v_ack_timeout_ns(qp->timeout);
 	u4v_tx_doorbell(peer);
 	pthread_spin_unlock(&peer->tx_lock);
@@ -178,7 +179,7 @@ out:
 static void push_ud(struct u4v_qp *qp)
 {
 	while (qp->sq_send != qp->sq_tail) {
-		struct u4v_swqe *w = &qp->sq[qp->sq_send];
+		struct u4v_swqe *w = u4v_sq_at(qp, qp->sq_send);
 		struct u4v_peer *peer;
 		bool blocked = false;
 		int err = 0;
@@ -209,7 +210,7 @@ static void push_ud(struct u4v_qp *qp)
 		}
 		/* no such peer: a UD datagram into the void is still sent */
 		w->state = U4V_WQE_DONE;
-		qp->sq_send = (qp->sq_send + 1) % qp->sq_size;
+		qp->sq_send = qp->sq_send + 1;
 	}
 }
 
@@ -239,8 +240,8 @@ struct u4v_swqe *u4v_req_find(struct u4v_qp *qp, uint32_t psn)
 {
 	uint32_t i = qp->sq_head, n;
 
-	for (n = 0; n < qp->sq_count; n++, i = (i + 1) % qp->sq_size) {
-		struct u4v_swqe *w = &qp->sq[i];
+	for (n = 0; n < qp->sq_count; n++, i++) {
+		struct u4v_swqe *w = u4v_sq_at(qp, i);
 
 		if (!w->psn_assigned)
 			break;
@@ -278,8 +279,8 @@ void u4v_req_rewind(struct u4v_qp *qp, uint32_t psn)
 	uint32_t i = qp->sq_head, n, rd = 0;
 	bool found = false;
 
-	for (n = 0; n < qp->sq_count; n++, i = (i + 1) % qp->sq_size) {
-		struct u4v_swqe *w = &qp->sq[i];
+	for (n = 0; n < qp->sq_count; n++, i++) {
+		struct u4v_swqe *w = u4v_sq_at(qp, i);
 		int32_t d;
 
 		if (!w->psn_assigned)
@@ -337,7 +338,7 @@ void u4v_req_timer(struct u4v_qp *qp, uint64_t now)
 		return;
 	if (!qp->retries_left) {
 		/* the oldest unfinished WQE is the one never acknowledged */
-		struct u4v_swqe *w = &qp->sq[qp->sq_head];
+		struct u4v_swqe *w = u4v_sq_at(qp, qp->sq_head);
 
 		w->state = U4V_WQE_DONE;
 		w->status = IBV_WC_RETRY_EXC_ERR;
@@ -356,7 +357,7 @@ void u4v_req_timer(struct u4v_qp *qp, uint64_t now)
 void u4v_req_complete_ready(struct u4v_qp *qp)
 {
 	while (qp->sq_count) {
-		struct u4v_swqe *w = &qp->sq[qp->sq_head];
+		struct u4v_swqe *w = u4v_sq_at(qp, qp->sq_head);
 		struct ibv_wc wc;
 
 		if (w->state != U4V_WQE_DONE)
@@ -372,8 +373,8 @@ void u4v_req_complete_ready(struct u4v_qp *qp)
 			u4v_cq_push(qp->scq, &wc, false);
 		}
 		if (qp->sq_send == qp->sq_head)
-			qp->sq_send = (qp->sq_send + 1) % qp->sq_size;
-		qp->sq_head = (qp->sq_head + 1) % qp->sq_size;
+			qp->sq_send = qp->sq_send + 1;
+		qp->sq_head = qp->sq_head + 1;
 		qp->sq_count--;
 		if (w->status) {
 			u4v_qp_to_error(qp);
