@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash
+# Shared helpers of the end-to-end test drivers (sourced, bash).
+#
+# Environment:
+#   USB4V_SIM   path of the usb4v-sim binary (set by CTest)
+#   E2E_KEEP    if set, keep logs in $E2E_LOGDIR (default: a temp dir)
+
+set -u
+
+: "${USB4V_SIM:?USB4V_SIM must point at the usb4v-sim binary}"
+SIM=$USB4V_SIM
+E2E_FAILS=0
+E2E_PIDS=()
+E2E_CABLES=()
+E2E_LOGDIR=${E2E_LOGDIR:-$(mktemp -d /tmp/u4v-e2e.XXXXXX)}
+# Cables of this driver are named "$E2E_ID-..." so that test runs of several
+# build trees on one machine (same user, same state dir) never collide.
+# shellcheck disable=SC2034 # used by the drivers
+E2E_ID=e2e$$
+
+e2e_log() { printf '[%s] %s\n' "${E2E_TEST:-e2e}" "$*"; }
+
+e2e_fail() {
+	E2E_FAILS=$((E2E_FAILS + 1))
+	printf '[%s] FAIL: %s\n' "${E2E_TEST:-e2e}" "$*"
+}
+
+e2e_die() {
+	printf '[%s] FAIL: %s\n' "${E2E_TEST:-e2e}" "$*"
+	exit 1
+}
+
+# Kill what we started (by pid, process group first), bring our cables down.
+e2e_cleanup() {
+	local pid c
+	for pid in "${E2E_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${E2E_PIDS[@]}"; do
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.2
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	for c in "${E2E_CABLES[@]}"; do
+		"$SIM" down --name "$c" >/dev/null 2>&1
+	done
+	if [ -z "${E2E_KEEP:-}" ]; then
+		rm -rf "$E2E_LOGDIR"
+	fi
+}
+trap e2e_cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Bring down cables left by drivers that died without cleaning up (killed
+# by a CTest timeout): "e2e<pid>-..." whose pid is gone.
+e2e_sweep() {
+	local name pid
+	"$SIM" list 2>/dev/null | while read -r name _; do
+		[[ $name =~ ^e2e([0-9]+)- ]] || continue
+		pid=${BASH_REMATCH[1]}
+		kill -0 "$pid" 2>/dev/null && continue
+		"$SIM" down --name "$name" >/dev/null 2>&1 &&
+			e2e_log "removed stale cable $name"
+	done
+}
+
+# e2e_up NAME [OPTIONS...]: bring a cable up; sets D0 and D1.
+e2e_up() {
+	local name=$1 out
+	shift
+	e2e_sweep
+	"$SIM" down --name "$name" >/dev/null 2>&1
+	E2E_CABLES+=("$name")
+	out=$("$SIM" up --name "$name" "$@") || e2e_die "usb4v-sim up --name $name $* failed"
+	read -r D0 D1 <<<"$out"
+	[[ $D0 =~ ^usb4vsim[0-9]+$ && $D1 =~ ^usb4vsim[0-9]+$ ]] ||
+		e2e_die "usb4v-sim up printed '$out', not two device names"
+	e2e_log "cable $name: $D0 <-> $D1"
+}
+
+# Is TCP port $1 in LISTEN state (IPv4 or IPv6)?
+# (The server is started only after this says no, see run_pair.sh.)
+e2e_listening() {
+	local hex
+	hex=$(printf '%04X' "$1")
+	awk -v p=":$hex" 'NR > 1 && $4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' \
+		/proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# Print a log file with a prefix so it lands in the CTest output.
+e2e_show() {
+	local tag=$1 file=$2
+	[ -f "$file" ] || return 0
+	sed "s/^/[${E2E_TEST:-e2e}] $tag| /" "$file"
+}
+
+e2e_finish() {
+	if [ "$E2E_FAILS" -ne 0 ]; then
+		e2e_log "$E2E_FAILS check(s) failed"
+		exit 1
+	fi
+	e2e_log "PASS"
+	exit 0
+}

@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * State directory, cable directories and the fake sysfs tree.
+ *
+ * What libibverbs 44 reads in sysfs mode (netlink RDMA unavailable), all
+ * relative to $SYSFS_PATH, and therefore what cable_build() writes:
+ *   class/infiniband_verbs/abi_version          "6" (library accepts 3..6)
+ *   class/infiniband_verbs/<uverbs>/ibdev       the ib device name
+ *   class/infiniband_verbs/<uverbs>/dev         "0:0": no st_rdev check, no
+ *                                               /dev/char retry loop
+ *   class/infiniband_verbs/<uverbs>/abi_version per-device ABI matched
+ *                                               against the provider's range
+ *   class/infiniband/<ibdev>/                   must exist (its mtime is the
+ *                                               device's creation time)
+ *   class/infiniband/<ibdev>/node_type          "1: CA" (strtoul -> IB CA)
+ *   class/infiniband/<ibdev>/node_guid          "%04x:%04x:%04x:%04x"
+ *   class/infiniband/<ibdev>/device/modalias    absent on purpose (no other
+ *                                               provider must match us)
+ *   class/infiniband/<ibdev>/ports/1/gids/<i>   eight 4-digit hex groups:
+ *                                               parsed at fixed offsets, so
+ *                                               never the "::" short form
+ *   .../ports/1/gid_attrs/types/<i>             "IB/RoCE v1" or "RoCE v2"
+ *   .../ports/1/gid_attrs/ndevs/<i>             absent (ifindex 0)
+ *   .../ports/1/pkeys/<i>                       "0xffff"
+ *   class/infiniband/<ibdev>/board_id           read by ibv_devinfo only
+ * The other files (sys_image_guid, fw_ver, node_desc, hca_type, port
+ * state/lid/link_layer...) are what the kernel would also show; tools that
+ * read sysfs on their own find them consistent. usb4v_sim is the
+ * provider's own: "shm=<segment> end=<0|1>".
+ */
+#define _GNU_SOURCE
+#include "cable_dir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef USB4V_VERSION
+#define USB4V_VERSION "0.0.0"
+#endif
+
+#define CABLE_FILE "cable"
+#define GID_COUNT 4
+
+int state_dir_resolve(struct state_dir *st)
+{
+	const char *env = getenv("USB4V_SIM_DIR");
+	int n;
+
+	st->lock_fd = -1;
+	st->user_given = false;
+	if (env && *env) {
+		if (env[0] != '/')
+			return -EINVAL;
+		st->user_given = true;
+		n = snprintf(st->path, sizeof(st->path), "%s", env);
+	} else if ((env = getenv("XDG_RUNTIME_DIR")) && env[0] == '/') {
+		n = snprintf(st->path, sizeof(st->path), "%s/usb4v-sim", env);
+	} else {
+		n = snprintf(st->path, sizeof(st->path), "/tmp/usb4v-sim-%u",
+			     (unsigned)getuid());
+	}
+	if (n < 0 || (size_t)n >= sizeof(st->path))
+		return -ENAMETOOLONG;
+	/* strip trailing slashes (but keep "/") */
+	while (n > 1 && st->path[n - 1] == '/')
+		st->path[--n] = 0;
+	return 0;
+}
+
+int state_dir_lock(struct state_dir *st, const char **why)
+{
+	struct stat fst, lst;
+	int fd;
+
+	for (int attempt = 0; attempt < 100; attempt++) {
+		if (mkdir(st->path, 0700) && errno != EEXIST) {
+			*why = "cannot create state directory";
+			return -errno;
+		}
+		fd = open(st->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			if (errno == ENOENT)
+				continue; /* removed under us: retry */
+			*why = errno == ELOOP || errno == ENOTDIR
+				       ? "state directory is not a directory"
+				       : "cannot open state directory";
+			return -errno;
+		}
+		if (flock(fd, LOCK_EX)) {
+			*why = "cannot lock state directory";
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+		if (fstat(fd, &fst) || lstat(st->path, &lst)) {
+			close(fd);
+			continue;
+		}
+		/* A `down` removed the (empty) dir while we waited: start over. */
+		if (fst.st_nlink == 0 || fst.st_ino != lst.st_ino ||
+		    fst.st_dev != lst.st_dev) {
+			close(fd);
+			continue;
+		}
+		if (fst.st_uid != geteuid()) {
+			close(fd);
+			*why = "state directory belongs to another user";
+			return -EPERM;
+		}
+		if (fst.st_mode & 077) {
+			if (!st->user_given) {
+				close(fd);
+				*why = "state directory is accessible to others";
+				return -EPERM;
+			}
+		}
+		st->lock_fd = fd;
+		return 0;
+	}
+	*why = "state directory keeps disappearing";
+	return -EAGAIN;
+}
+
+void state_dir_unlock(struct state_dir *st, bool rmdir_if_empty)
+{
+	if (st->lock_fd < 0)
+		return;
+	if (rmdir_if_empty && !st->user_given)
+		(void)rmdir(st->path); /* fails with ENOTEMPTY while cables exist */
+	close(st->lock_fd); /* drops the flock */
+	st->lock_fd = -1;
+}
+
+bool cable_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > CABLE_NAME_MAX)
+		return false;
+	if (!strcmp(name, ".") || !strcmp(name, ".."))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+void cable_shm_name(const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "/usb4v-sim-%u-%s", (unsigned)getuid(), name);
+}
+
+int cable_dir_path(const struct state_dir *st, const char *name, char *buf,
+		   size_t len)
+{
+	int n = snprintf(buf, len, "%s/%s", st->path, name);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int cable_sysfs_path(const struct state_dir *st, const char *name, char *buf,
+		     size_t len)
+{
+	int n = snprintf(buf, len, "%s/%s/sysfs", st->path, name);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+void cable_dev_name(unsigned index, unsigned end, char *buf, size_t len)
+{
+	snprintf(buf, len, "usb4vsim%u", 2 * index + end);
+}
+
+uint64_t cable_node_guid(unsigned index, unsigned end)
+{
+	/* 02:55:34:56 "U4V" locally administered prefix, device number low */
+	return 0x0255345600000000ull | (uint64_t)(2 * index + end);
+}
+
+static int parse_cable_file(const char *path, struct cable_info *info)
+{
+	char line[256];
+	bool have_index = false, have_shm = false;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (!strncmp(line, "index=", 6)) {
+			char *end;
+			unsigned long v = strtoul(line + 6, &end, 10);
+			if (*end || v > CABLE_INDEX_MAX)
+				break;
+			info->index = (unsigned)v;
+			have_index = true;
+		} else if (!strncmp(line, "shm=", 4)) {
+			if (strlen(line + 4) >= sizeof(info->shm))
+				break;
+			strcpy(info->shm, line + 4);
+			have_shm = true;
+		}
+	}
+	fclose(f);
+	return have_index && have_shm ? 0 : -EBADMSG;
+}
+
+int cable_lookup(const struct state_dir *st, const char *name,
+		 struct cable_info *info)
+{
+	char path[CABLE_PATH_MAX];
+	int n;
+
+	if (!cable_name_valid(name))
+		return -EINVAL;
+	n = snprintf(path, sizeof(path), "%s/%s/" CABLE_FILE, st->path, name);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -ENAMETOOLONG;
+	memset(info, 0, sizeof(*info));
+	snprintf(info->name, sizeof(info->name), "%s", name);
+	return parse_cable_file(path, info);
+}
+
+static int cmp_info(const void *a, const void *b)
+{
+	return strcmp(((const struct cable_info *)a)->name,
+		      ((const struct cable_info *)b)->name);
+}
+
+/* Every cable of the state dir, malloc'ed and sorted. */
+static int collect(const struct state_dir *st, struct cable_info **out)
+{
+	struct cable_info *v = NULL, info;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d = opendir(st->path);
+
+	*out = NULL;
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || !cable_name_valid(de->d_name))
+			continue;
+		if (cable_lookup(st, de->d_name, &info))
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			struct cable_info *nv = realloc(v, ncap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				closedir(d);
+				return -ENOMEM;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		v[n++] = info;
+	}
+	closedir(d);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_info);
+	*out = v;
+	return (int)n;
+}
+
+int cable_next_index(const struct state_dir *st, unsigned *index)
+{
+	struct cable_info *v;
+	int n = collect(st, &v);
+
+	if (n < 0)
+		return n;
+	for (unsigned k = 0; k <= CABLE_INDEX_MAX; k++) {
+		bool used = false;
+		for (int i = 0; i < n && !used; i++)
+			used = v[i].index == k;
+		if (!used) {
+			free(v);
+			*index = k;
+			return 0;
+		}
+	}
+	free(v);
+	return -ENOSPC;
+}
+
+int cable_list(const struct state_dir *st, cable_list_fn fn, void *arg)
+{
+	struct cable_info *v;
+	int n = collect(st, &v);
+
+	for (int i = 0; i < n; i++)
+		fn(&v[i], arg);
+	free(v);
+	return n;
+}
+
+/* ---- building the tree ---- */
+
+struct builder {
+	char path[CABLE_PATH_MAX];
+	int err;
+};
+
+/* mkdir -p of base/rel (base exists). */
+static void b_mkdir(struct builder *b, const char *fmt, ...)
+{
+	char rel[CABLE_PATH_MAX], full[CABLE_PATH_MAX];
+	va_list ap;
+	int n;
+
+	if (b->err)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(rel, sizeof(rel), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(rel)) {
+		b->err = -ENAMETOOLONG;
+		return;
+	}
+	for (char *p = rel;; p++) {
+		if (*p == '/' || *p == 0) {
+			char save = *p;
+			*p = 0;
+			n = snprintf(full, sizeof(full), "%s/%s", b->path, rel);
+			if (n < 0 || (size_t)n >= sizeof(full)) {
+				b->err = -ENAMETOOLONG;
+				return;
+			}
+			if (mkdir(full, 0700) && errno != EEXIST) {
+				b->err = -errno;
+				return;
+			}
+			*p = save;
+			if (!save)
+				break;
+		}
+	}
+}
+
+/* Write base/rel with content, followed by a newline like sysfs. */
+static void b_file(struct builder *b, const char *rel, const char *fmt, ...)
+{
+	char full[CABLE_PATH_MAX], content[512];
+	va_list ap;
+	int n, fd;
+
+	if (b->err)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(content, sizeof(content) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(content) - 1) {
+		b->err = -EOVERFLOW;
+		return;
+	}
+	content[n++] = '\n';
+	if (snprintf(full, sizeof(full), "%s/%s", b->path, rel) >=
+	    (int)sizeof(full)) {
+		b->err = -ENAMETOOLONG;
+		return;
+	}
+	fd = open(full, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		b->err = -errno;
+		return;
+	}
+	if (write(fd, content, (size_t)n) != n)
+		b->err = errno ? -errno : -EIO;
+	if (close(fd) && !b->err)
+		b->err = -errno;
+}
+
+static void gid_string(char *buf, size_t len, const uint16_t g[8])
+{
+	/* the fixed-width form the kernel prints and libibverbs parses */
+	snprintf(buf, len, "%04x:%04x:%04x:%04x:%04x:%04x:%04x:%04x", g[0], g[1],
+		 g[2], g[3], g[4], g[5], g[6], g[7]);
+}
+
+static void build_device(struct builder *b, const struct cable_info *info,
+			 unsigned end)
+{
+	char dev[32], rel[256], gid[64];
+	unsigned num = 2 * info->index + end;
+	uint64_t guid = cable_node_guid(info->index, end);
+	uint16_t g[4] = {(uint16_t)(guid >> 48), (uint16_t)(guid >> 32),
+			 (uint16_t)(guid >> 16), (uint16_t)guid};
+	char guid_s[32];
+
+	cable_dev_name(info->index, end, dev, sizeof(dev));
+	snprintf(guid_s, sizeof(guid_s), "%04x:%04x:%04x:%04x", g[0], g[1], g[2],
+		 g[3]);
+
+	/* the uverbs "char device" class entry */
+	b_mkdir(b, "sysfs/class/infiniband_verbs/uverbs%u", num);
+#define UV(file) (snprintf(rel, sizeof(rel), "sysfs/class/infiniband_verbs/uverbs%u/%s", num, file), rel)
+	b_file(b, UV("ibdev"), "%s", dev);
+	b_file(b, UV("dev"), "0:0");
+	b_file(b, UV("abi_version"), "1");
+#undef UV
+
+	/* the ib device */
+	b_mkdir(b, "sysfs/class/infiniband/%s/ports/1/gids", dev);
+	b_mkdir(b, "sysfs/class/infiniband/%s/ports/1/gid_attrs/types", dev);
+	b_mkdir(b, "sysfs/class/infiniband/%s/ports/1/pkeys", dev);
+#define IB(file) (snprintf(rel, sizeof(rel), "sysfs/class/infiniband/%s/%s", dev, file), rel)
+	b_file(b, IB("node_type"), "1: CA");
+	b_file(b, IB("node_guid"), "%s", guid_s);
+	b_file(b, IB("sys_image_guid"), "%s", guid_s);
+	b_file(b, IB("fw_ver"), "%s", USB4V_VERSION);
+	b_file(b, IB("hca_type"), "USB4V-SIM");
+	b_file(b, IB("board_id"), "USB4V-SIM");
+	b_file(b, IB("node_desc"), "usb4verbs software cable %s end %u",
+	       info->name, end);
+	b_file(b, IB("usb4v_sim"), "shm=%s end=%u", info->shm, end);
+	b_file(b, IB("ports/1/state"), "4: ACTIVE");
+	b_file(b, IB("ports/1/phys_state"), "5: LinkUp");
+	b_file(b, IB("ports/1/link_layer"), "Ethernet");
+	b_file(b, IB("ports/1/lid"), "0x0");
+	b_file(b, IB("ports/1/sm_lid"), "0x0");
+	b_file(b, IB("ports/1/lid_mask_count"), "0");
+	b_file(b, IB("ports/1/sm_sl"), "0");
+	b_file(b, IB("ports/1/cap_mask"), "0x00000000");
+	b_file(b, IB("ports/1/pkeys/0"), "0xffff");
+
+	/* [0] fe80::guid v1, [1] fe80::guid v2, [2] ::ffff:127.0.0.1 v1,
+	 * [3] ::ffff:127.0.0.1 v2 */
+	const uint16_t link_local[8] = {0xfe80, 0, 0, 0, g[0], g[1], g[2], g[3]};
+	const uint16_t v4_loop[8] = {0, 0, 0, 0, 0, 0xffff, 0x7f00, 0x0001};
+	for (unsigned i = 0; i < GID_COUNT; i++) {
+		char f[64];
+		gid_string(gid, sizeof(gid), i < 2 ? link_local : v4_loop);
+		snprintf(f, sizeof(f), "ports/1/gids/%u", i);
+		b_file(b, IB(f), "%s", gid);
+		snprintf(f, sizeof(f), "ports/1/gid_attrs/types/%u", i);
+		b_file(b, IB(f), "%s", i % 2 ? "RoCE v2" : "IB/RoCE v1");
+	}
+#undef IB
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag,
+		    struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if (flag == FTW_DP || flag == FTW_D)
+		return rmdir(path) ? -1 : 0;
+	return unlink(path) ? -1 : 0;
+}
+
+static int rm_tree(const char *path)
+{
+	struct stat sb;
+
+	if (lstat(path, &sb))
+		return -errno;
+	if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT))
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+int cable_build(const struct state_dir *st, const struct cable_info *info)
+{
+	struct builder b = {.err = 0};
+	int ret;
+
+	ret = cable_dir_path(st, info->name, b.path, sizeof(b.path));
+	if (ret)
+		return ret;
+	if (mkdir(b.path, 0700))
+		return -errno;
+
+	b_file(&b, CABLE_FILE, "index=%u\nshm=%s", info->index, info->shm);
+	b_mkdir(&b, "sysfs/class/infiniband_verbs");
+	b_file(&b, "sysfs/class/infiniband_verbs/abi_version", "6");
+	build_device(&b, info, 0);
+	build_device(&b, info, 1);
+	if (b.err) {
+		(void)rm_tree(b.path);
+		return b.err;
+	}
+	return 0;
+}
+
+int cable_remove(const struct state_dir *st, const char *name)
+{
+	char path[CABLE_PATH_MAX];
+	int ret;
+
+	if (!cable_name_valid(name))
+		return -EINVAL;
+	ret = cable_dir_path(st, name, path, sizeof(path));
+	if (ret)
+		return ret;
+	return rm_tree(path);
+}

@@ -1,0 +1,523 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libusb4v-sim-shim.so: LD_PRELOADed by `usb4v-sim exec` so that the
+ * distribution's unmodified libibverbs 44 can open software-cable devices.
+ *
+ * Interception points (each is a libc entry point libibverbs 44 or libnl
+ * actually imports; see usb4verbs(7)):
+ *
+ *  socket()   AF_NETLINK/NETLINK_RDMA fails with EPROTONOSUPPORT. libibverbs
+ *             enumerates devices over netlink first and only reads
+ *             $SYSFS_PATH when that socket cannot be made; on a host with
+ *             ib_core the software cable would otherwise be invisible (and
+ *             the real devices visible).
+ *  stat()     ibv_get_device_list stat()s /dev/infiniband/<uverbs> and drops
+ *             devices whose node is missing. For software-cable devices the
+ *             answer is that of /dev/null.
+ *  open() and friends
+ *             ibv_open_device opens /dev/infiniband/<uverbs> O_RDWR and
+ *             insists on a character device. For software-cable devices
+ *             /dev/null is opened instead and the fd remembered as a
+ *             "command fd". Its ioctl()s fail with ENOTTY, which makes
+ *             libibverbs use the write() path and the sysfs fallbacks for
+ *             GIDs and pkeys.
+ *  write()    On a command fd, IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL (the one
+ *             kernel command libibverbs issues on its own, from
+ *             ibv_create_comp_channel) is answered with the read end of a
+ *             pipe; usb4v_shim_comp_channel_wfd() gives the provider the
+ *             write end, where it writes completion events (8-byte CQ
+ *             handles, as the kernel would). Any other command fails with
+ *             EOPNOTSUPP. Every other fd goes straight to libc.
+ *  close(), dup2(), dup3(), close_range()
+ *             Forget command fds and channels whose fd number goes away;
+ *             closing a channel's read end also closes its write end.
+ *
+ * Edge cases, by design:
+ *  - dup()/fcntl(F_DUPFD) of a command fd or channel yields an ordinary fd:
+ *    writes to a duplicated command fd reach /dev/null, and the channel's
+ *    write end lives until the original read-end fd number is closed.
+ *  - Raw syscalls (syscall(SYS_close, ...)) bypass the shim; the tables
+ *    then hold a stale entry until the number is reused by open/dup2/close.
+ *  - Everything the shim creates is O_CLOEXEC; after fork() both processes
+ *    keep consistent copies of the tables.
+ *
+ * Hot path: write() and close() on ordinary fds test one bit of a static
+ * bitmap (relaxed atomic load) and tail-call libc. The tables behind the
+ * bitmaps are protected by one mutex.
+ */
+#undef _FORTIFY_SOURCE
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/netlink.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <rdma/ib_user_verbs.h>
+
+#ifndef NETLINK_RDMA
+#define NETLINK_RDMA 20
+#endif
+
+#define EXPORT __attribute__((visibility("default")))
+
+#define CDEV_PREFIX "/dev/infiniband/"
+#define SHIM_MAX_FD 65536 /* fds tracked; higher ones are moved down */
+#define WORD_BITS 64
+
+static uint64_t cmd_bits[SHIM_MAX_FD / WORD_BITS];  /* command fds */
+static uint64_t chan_bits[SHIM_MAX_FD / WORD_BITS]; /* channel read ends */
+static int chan_wfd[SHIM_MAX_FD];		    /* read end -> write end */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline bool bit_test(const uint64_t *bits, int fd)
+{
+	if ((unsigned)fd >= SHIM_MAX_FD)
+		return false;
+	return (__atomic_load_n(&bits[fd / WORD_BITS], __ATOMIC_RELAXED) >>
+		(fd % WORD_BITS)) & 1;
+}
+
+static inline void bit_set(uint64_t *bits, int fd)
+{
+	__atomic_fetch_or(&bits[fd / WORD_BITS], 1ull << (fd % WORD_BITS),
+			  __ATOMIC_RELEASE);
+}
+
+static inline void bit_clear(uint64_t *bits, int fd)
+{
+	__atomic_fetch_and(&bits[fd / WORD_BITS], ~(1ull << (fd % WORD_BITS)),
+			   __ATOMIC_RELEASE);
+}
+
+/* ---- the next definitions of the intercepted functions ---- */
+
+typedef int (*open_fn)(const char *, int, ...);
+typedef int (*openat_fn)(int, const char *, int, ...);
+typedef int (*open2_fn)(const char *, int);
+typedef int (*openat2_fn)(int, const char *, int);
+typedef ssize_t (*write_fn)(int, const void *, size_t);
+typedef int (*close_fn)(int);
+typedef int (*socket_fn)(int, int, int);
+typedef int (*stat_fn)(const char *, struct stat *);
+typedef int (*xstat_fn)(int, const char *, struct stat *);
+typedef int (*dup2_fn)(int, int);
+typedef int (*dup3_fn)(int, int, int);
+typedef int (*close_range_fn)(unsigned, unsigned, int);
+
+static write_fn next_write;
+static close_fn next_close;
+
+static void *next_sym(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+#define NEXT(type, name)                                                       \
+	({                                                                     \
+		static type fn_;                                               \
+		type f_ = __atomic_load_n(&fn_, __ATOMIC_RELAXED);             \
+		if (!f_) {                                                     \
+			f_ = (type)next_sym(name);                             \
+			__atomic_store_n(&fn_, f_, __ATOMIC_RELAXED);          \
+		}                                                              \
+		f_;                                                            \
+	})
+
+__attribute__((constructor)) static void shim_init(void)
+{
+	next_write = (write_fn)next_sym("write");
+	next_close = (close_fn)next_sym("close");
+}
+
+static ssize_t real_write(int fd, const void *buf, size_t n)
+{
+	write_fn f = next_write;
+	if (__builtin_expect(!f, 0))
+		return syscall(SYS_write, fd, buf, n);
+	return f(fd, buf, n);
+}
+
+static int real_close(int fd)
+{
+	close_fn f = next_close;
+	if (__builtin_expect(!f, 0))
+		return (int)syscall(SYS_close, fd);
+	return f(fd);
+}
+
+/* ---- which /dev/infiniband paths are ours ---- */
+
+/*
+ * True when `path` is /dev/infiniband/<name> and
+ * $SYSFS_PATH/class/infiniband_verbs/<name>/ibdev names a software-cable
+ * device. Uses raw syscalls only: it runs inside open() and stat().
+ */
+static bool is_sim_cdev(const char *path)
+{
+	char file[PATH_MAX], buf[16];
+	const char *name, *sysfs;
+	int fd, n;
+
+	if (!path || strncmp(path, CDEV_PREFIX, sizeof(CDEV_PREFIX) - 1))
+		return false;
+	name = path + sizeof(CDEV_PREFIX) - 1;
+	if (!*name || strchr(name, '/') || name[0] == '.')
+		return false;
+	/* libibverbs follows SYSFS_PATH only when not setuid: so do we */
+	if (getuid() != geteuid())
+		return false;
+	sysfs = getenv("SYSFS_PATH");
+	if (!sysfs || !*sysfs)
+		return false;
+	n = snprintf(file, sizeof(file), "%s/class/infiniband_verbs/%s/ibdev",
+		     sysfs, name);
+	if (n < 0 || (size_t)n >= sizeof(file))
+		return false;
+	fd = (int)syscall(SYS_openat, AT_FDCWD, file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = (int)syscall(SYS_read, fd, buf, sizeof(buf));
+	syscall(SYS_close, fd);
+	return n >= 5 && !memcmp(buf, "usb4v", 5);
+}
+
+/* Keep fd below SHIM_MAX_FD so the bitmaps can describe it. */
+static int lower_fd(int fd)
+{
+	int low;
+
+	if (fd < SHIM_MAX_FD)
+		return fd;
+	low = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	real_close(fd);
+	if (low < 0)
+		return -1;
+	if (low >= SHIM_MAX_FD) {
+		real_close(low);
+		errno = EMFILE;
+		return -1;
+	}
+	return low;
+}
+
+/* Forget whatever fd used to be (it is being closed or replaced). */
+static void forget_fd_locked(int fd)
+{
+	if (bit_test(cmd_bits, fd))
+		bit_clear(cmd_bits, fd);
+	if (bit_test(chan_bits, fd)) {
+		int wfd = chan_wfd[fd];
+		bit_clear(chan_bits, fd);
+		chan_wfd[fd] = -1;
+		if (wfd >= 0)
+			real_close(wfd);
+	}
+}
+
+static inline bool is_special(int fd)
+{
+	return bit_test(cmd_bits, fd) || bit_test(chan_bits, fd);
+}
+
+static int open_sim_cdev(int flags)
+{
+	int fd;
+
+	fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null",
+			  (flags & ~(O_CREAT | O_TMPFILE | O_EXCL | O_TRUNC |
+				     O_DIRECTORY | O_NOFOLLOW)) | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if ((flags & O_CLOEXEC) == 0) {
+		/* respect the caller: CLOEXEC only if asked for */
+		int fl = fcntl(fd, F_GETFD);
+		if (fl >= 0)
+			fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC);
+	}
+	fd = lower_fd(fd);
+	if (fd < 0)
+		return -1;
+	pthread_mutex_lock(&lock);
+	forget_fd_locked(fd); /* stale entry from a raw close, if any */
+	bit_set(cmd_bits, fd);
+	pthread_mutex_unlock(&lock);
+	return fd;
+}
+
+#define NEEDS_MODE(flags) (((flags) & O_CREAT) || ((flags) & O_TMPFILE) == O_TMPFILE)
+
+EXPORT int open(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+
+	if (NEEDS_MODE(flags)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	if (__builtin_expect(is_sim_cdev(path), 0))
+		return open_sim_cdev(flags);
+	return NEXT(open_fn, "open")(path, flags, mode);
+}
+
+EXPORT int open64(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+
+	if (NEEDS_MODE(flags)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	if (__builtin_expect(is_sim_cdev(path), 0))
+		return open_sim_cdev(flags);
+	return NEXT(open_fn, "open64")(path, flags, mode);
+}
+
+EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+
+	if (NEEDS_MODE(flags)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	if (__builtin_expect(is_sim_cdev(path), 0))
+		return open_sim_cdev(flags);
+	return NEXT(openat_fn, "openat")(dirfd, path, flags, mode);
+}
+
+EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+
+	if (NEEDS_MODE(flags)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	if (__builtin_expect(is_sim_cdev(path), 0))
+		return open_sim_cdev(flags);
+	return NEXT(openat_fn, "openat64")(dirfd, path, flags, mode);
+}
+
+/* _FORTIFY_SOURCE entry points */
+EXPORT int __open_2(const char *path, int flags)
+{
+	if (__builtin_expect(is_sim_cdev(path), 0))
+		return open_sim_cdev(flags);
+	return NEXT(open2_fn, "__open_2")(path, flags);
+}
+
+EXPORT int __open64_2(const char *path, int flags)
+{
+	if (__builtin_expect(is_sim_cdev(path), 0))
+		return open_sim_cdev(flags);
+	return NEXT(open2_fn, "__open64_2")(path, flags);
+}
+
+EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+	if (__builtin_expect(is_sim_cdev(path), 0))
+		return open_sim_cdev(flags);
+	return NEXT(openat2_fn, "__openat_2")(dirfd, path, flags);
+}
+
+EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+	if (__builtin_expect(is_sim_cdev(path), 0))
+		return open_sim_cdev(flags);
+	return NEXT(openat2_fn, "__openat64_2")(dirfd, path, flags);
+}
+
+/* ---- stat: libibverbs 44 imports stat@GLIBC_2.33 ---- */
+
+EXPORT int stat(const char *restrict path, struct stat *restrict st)
+{
+	if (__builtin_expect(is_sim_cdev(path), 0))
+		path = "/dev/null";
+	return NEXT(stat_fn, "stat")(path, st);
+}
+
+EXPORT int stat64(const char *restrict path, struct stat64 *restrict st)
+{
+	if (__builtin_expect(is_sim_cdev(path), 0))
+		path = "/dev/null";
+	return NEXT(stat_fn, "stat64")(path, (struct stat *)st);
+}
+
+/* binaries linked against glibc < 2.33 */
+EXPORT int __xstat(int ver, const char *path, struct stat *st)
+{
+	if (__builtin_expect(is_sim_cdev(path), 0))
+		path = "/dev/null";
+	return NEXT(xstat_fn, "__xstat")(ver, path, st);
+}
+
+EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
+{
+	if (__builtin_expect(is_sim_cdev(path), 0))
+		path = "/dev/null";
+	return NEXT(xstat_fn, "__xstat64")(ver, path, (struct stat *)st);
+}
+
+/* ---- socket ---- */
+
+EXPORT int socket(int domain, int type, int protocol)
+{
+	if (domain == AF_NETLINK && protocol == NETLINK_RDMA) {
+		errno = EPROTONOSUPPORT;
+		return -1;
+	}
+	return NEXT(socket_fn, "socket")(domain, type, protocol);
+}
+
+/* ---- command fds ---- */
+
+static ssize_t create_comp_channel(const void *buf, size_t n)
+{
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_create_comp_channel req;
+	struct ib_uverbs_create_comp_channel_resp resp = {0};
+	int p[2], rfd, wfd;
+
+	memcpy(&hdr, buf, sizeof(hdr));
+	if (n < sizeof(hdr) + sizeof(req) || (size_t)hdr.in_words * 4 != n ||
+	    (size_t)hdr.out_words * 4 < sizeof(resp)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(&req, (const char *)buf + sizeof(hdr), sizeof(req));
+	if (!req.response) {
+		errno = EFAULT;
+		return -1;
+	}
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	rfd = lower_fd(p[0]);
+	if (rfd < 0) {
+		int e = errno;
+		real_close(p[1]);
+		errno = e;
+		return -1;
+	}
+	wfd = p[1];
+	/* the provider's progress thread must never block on a full pipe */
+	fcntl(wfd, F_SETFL, fcntl(wfd, F_GETFL) | O_NONBLOCK);
+
+	pthread_mutex_lock(&lock);
+	forget_fd_locked(rfd);
+	chan_wfd[rfd] = wfd;
+	bit_set(chan_bits, rfd);
+	pthread_mutex_unlock(&lock);
+
+	resp.fd = (uint32_t)rfd;
+	memcpy((void *)(uintptr_t)req.response, &resp, sizeof(resp));
+	return (ssize_t)n;
+}
+
+static ssize_t command_write(const void *buf, size_t n)
+{
+	struct ib_uverbs_cmd_hdr hdr;
+
+	if (n < sizeof(hdr)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(&hdr, buf, sizeof(hdr));
+	if (hdr.command == IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL)
+		return create_comp_channel(buf, n);
+	/* everything else belongs to a kernel that is not there */
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
+EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	if (__builtin_expect(bit_test(cmd_bits, fd), 0))
+		return command_write(buf, n);
+	return real_write(fd, buf, n);
+}
+
+EXPORT int usb4v_shim_comp_channel_wfd(int channel_fd)
+{
+	int wfd = -1;
+
+	if (!bit_test(chan_bits, channel_fd))
+		return -1;
+	pthread_mutex_lock(&lock);
+	if (bit_test(chan_bits, channel_fd))
+		wfd = chan_wfd[channel_fd];
+	pthread_mutex_unlock(&lock);
+	return wfd;
+}
+
+/* ---- fd number lifetime ---- */
+
+EXPORT int close(int fd)
+{
+	if (__builtin_expect(is_special(fd), 0)) {
+		pthread_mutex_lock(&lock);
+		forget_fd_locked(fd);
+		pthread_mutex_unlock(&lock);
+	}
+	return real_close(fd);
+}
+
+EXPORT int dup2(int oldfd, int newfd)
+{
+	if (__builtin_expect(oldfd != newfd && is_special(newfd), 0)) {
+		pthread_mutex_lock(&lock);
+		forget_fd_locked(newfd);
+		pthread_mutex_unlock(&lock);
+	}
+	return NEXT(dup2_fn, "dup2")(oldfd, newfd);
+}
+
+EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	if (__builtin_expect(oldfd != newfd && is_special(newfd), 0)) {
+		pthread_mutex_lock(&lock);
+		forget_fd_locked(newfd);
+		pthread_mutex_unlock(&lock);
+	}
+	return NEXT(dup3_fn, "dup3")(oldfd, newfd, flags);
+}
+
+EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	close_range_fn f = NEXT(close_range_fn, "close_range");
+
+	/* CLOSE_RANGE_CLOEXEC (4) only marks fds: nothing goes away */
+	if (!(flags & 4) && first < SHIM_MAX_FD) {
+		unsigned hi = last < SHIM_MAX_FD - 1 ? last : SHIM_MAX_FD - 1;
+		pthread_mutex_lock(&lock);
+		for (unsigned fd = first; fd <= hi; fd++)
+			if (is_special((int)fd))
+				forget_fd_locked((int)fd);
+		pthread_mutex_unlock(&lock);
+	}
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return f(first, last, flags);
+}
