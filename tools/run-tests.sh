@@ -1,0 +1,37 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# The whole test suite, as CI runs it:
+#   1. an ASan + UBSan build of everything; the engine's unit and
+#      integration tests run in it;
+#   2. a -Werror release build; the provider runs there inside the
+#      distribution's unmodified tools (perftest, ibverbs-utils), which are
+#      not built with sanitizers.
+# Exits non-zero when any test fails.
+#
+#   tools/run-tests.sh [ctest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/deps.sh "${U4V_DEPS_ARGS:-}"
+
+jobs=$(nproc)
+out=${U4V_BUILD_DIR:-build}
+status=0
+
+cmake -S . -B "$out/asan" -DCMAKE_BUILD_TYPE=Debug -DU4V_SANITIZE=ON \
+	-DU4V_WERROR=ON >/dev/null
+cmake --build "$out/asan" -j"$jobs"
+cmake -S . -B "$out/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	-DU4V_WERROR=ON >/dev/null
+cmake --build "$out/release" -j"$jobs"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+echo "== engine tests under ASan + UBSan"
+(cd "$out/asan" && ctest --output-on-failure -L 'unit|integ' "$@") ||
+	status=1
+echo "== tool-level tests (unmodified libibverbs, perftest, ibverbs-utils)"
+(cd "$out/release" && ctest --output-on-failure -L 'e2e|vm' -j2 "$@") ||
+	status=1
+exit $status
