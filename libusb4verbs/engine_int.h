@@ -45,6 +45,7 @@ struct u4v_peer {
 	struct u4l_counters *cnt;
 	pthread_spinlock_t tx_lock;
 	uint32_t tx_posted; /* frames posted since the last doorbell */
+	uint64_t hold_since; /* RX held for a receive WQE since (0: not) */
 	/* QPs waiting for TX space on this channel */
 	struct u4v_qp *pending_head, *pending_tail;
 };
@@ -79,6 +80,7 @@ struct u4v_ctx {
 	uint64_t last_timer_scan;
 	atomic_bool stop;
 	_Atomic uint64_t app_poll_ns; /* last time an application polled */
+	atomic_uint rx_holds;	      /* channels waiting for a receive WQE */
 	uint64_t next_timer_ns;	      /* earliest QP timer deadline */
 };
 
@@ -329,9 +331,17 @@ void u4v_req_rewind(struct u4v_qp *qp, uint32_t psn);
 void u4v_comp_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 		    const uint8_t *payload, const void *frame, uint32_t len);
 /* qp/resp.c: responder */
-void u4v_resp_frame(struct u4v_qp *qp, struct u4v_peer *peer,
+/*
+ * UC and UD have no RNR NAK: a message for a QP whose receive queue is
+ * empty would be lost. With may_hold, the handler returns false instead and
+ * the frame stays in the RX ring until a receive is posted (E2E flow control
+ * then slows the sender), for at most U4V_RQ_GRACE_NS; after that it is
+ * dropped as the verbs specification says.
+ */
+#define U4V_RQ_GRACE_NS 100000000ull
+bool u4v_resp_frame(struct u4v_qp *qp, struct u4v_peer *peer,
 		    const struct u4w_hdr *h, const uint8_t *payload,
-		    const void *frame, uint32_t len);
+		    const void *frame, uint32_t len, bool may_hold);
 void u4v_resp_flush_ack(struct u4v_qp *qp);
 void u4v_resp_tx(struct u4v_qp *qp);
 /* qp/tx.c: framing onto the channel */
@@ -342,7 +352,9 @@ bool u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
 void u4v_tx_doorbell(struct u4v_peer *peer);
 void u4v_send_ack(struct u4v_qp *qp, uint8_t syndrome, uint32_t psn);
 /* ud.c */
-void u4v_ud_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
-		  const uint8_t *payload);
+bool u4v_ud_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
+		  const uint8_t *payload, bool may_hold);
+/* Is a receive WQE available (own RQ or SRQ)? */
+bool u4v_rwqe_ready(struct u4v_qp *qp);
 
 #endif

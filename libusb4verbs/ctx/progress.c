@@ -23,6 +23,13 @@
 #define TIMER_SCAN_NS 50000ull	      /* how often retransmit timers run */
 #define SPIN_NS 50000ull	      /* keep polling this long after a frame */
 
+void u4v_progress_recv_posted(struct u4v_ctx *ctx)
+{
+	/* a channel waits for a receive WQE: let it go on now */
+	if (atomic_load_explicit(&ctx->rx_holds, memory_order_relaxed))
+		u4v_ctx_progress(ctx);
+}
+
 void u4v_progress_app_poll(struct u4v_ctx *ctx)
 {
 	atomic_store_explicit(&ctx->app_poll_ns, u4v_now(),
@@ -43,41 +50,42 @@ struct rx_batch {
 	uint32_t ntouched;
 };
 
-static void rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
-		     const struct u4l_rx_frame *f, struct rx_batch *batch)
+/* Returns false when the frame must stay in the ring (see resp_frame). */
+static bool rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
+		     const struct u4l_rx_frame *f, struct rx_batch *batch,
+		     bool may_hold)
 {
+	bool consumed = true;
 	const struct u4w_opinfo *info;
 	struct u4w_hdr h;
 	struct u4v_qp *qp;
 	const uint8_t *payload;
 
-	if (f->flags & U4L_RX_NOWAKE)
-		__atomic_fetch_add(&ctx->cnt->stranded_rescues, 1,
-				   __ATOMIC_RELAXED);
 	if (f->flags & U4L_RX_CRC_ERR) {
 		__atomic_fetch_add(&ctx->cnt->crc_discards, 1,
 				   __ATOMIC_RELAXED);
-		return;
+		return true;
 	}
 	if (u4w_decode(f->buf, f->len, &h)) {
 		__atomic_fetch_add(&ctx->cnt->bad_frames, 1, __ATOMIC_RELAXED);
-		return;
+		return true;
 	}
 	qp = lookup_qp(ctx, h.dst_qpn);
 	info = u4w_opinfo(h.opcode);
 	if (!qp || U4W_TRANSPORT(h.opcode) != u4w_qpt_transport(qp->type)) {
 		__atomic_fetch_add(&ctx->cnt->bad_frames, 1, __ATOMIC_RELAXED);
-		return;
+		return true;
 	}
 	payload = (const uint8_t *)f->buf + u4w_hdr_len(h.opcode);
 	pthread_mutex_lock(&qp->lock);
 	if (qp->type == IBV_QPT_UD) {
-		u4v_ud_frame(qp, &h, payload);
+		consumed = u4v_ud_frame(qp, &h, payload, may_hold);
 	} else if (qp->peer != peer || h.src_qpn != qp->dest_qpn) {
 		/* not from the QP this one is connected to */
 		__atomic_fetch_add(&ctx->cnt->bad_frames, 1, __ATOMIC_RELAXED);
 	} else if (info->flags & U4W_OPF_REQUEST) {
-		u4v_resp_frame(qp, peer, &h, payload, f->buf, f->len);
+		consumed = u4v_resp_frame(qp, peer, &h, payload, f->buf,
+					  f->len, may_hold);
 		if (qp->ack_pending && !qp->in_batch &&
 		    batch->ntouched < U4V_RX_BUDGET) {
 			qp->in_batch = true;
@@ -87,6 +95,7 @@ static void rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		u4v_comp_frame(qp, &h, payload, f->buf, f->len);
 	}
 	pthread_mutex_unlock(&qp->lock);
+	return consumed;
 }
 
 static unsigned int rx_channel(struct u4v_ctx *ctx, struct u4v_peer *peer)
@@ -98,7 +107,24 @@ static unsigned int rx_channel(struct u4v_ctx *ctx, struct u4v_peer *peer)
 
 	batch.ntouched = 0;
 	while (n < U4V_RX_BUDGET && ctx->ops->rx_peek(peer->chan, &f) == 1) {
-		rx_frame(ctx, peer, &f, &batch);
+		bool may_hold = !peer->hold_since ||
+				u4v_now() - peer->hold_since < U4V_RQ_GRACE_NS;
+
+		if (!rx_frame(ctx, peer, &f, &batch, may_hold)) {
+			/* waiting for a receive WQE: the frame stays put */
+			if (!peer->hold_since) {
+				peer->hold_since = u4v_now();
+				atomic_fetch_add(&ctx->rx_holds, 1);
+			}
+			break;
+		}
+		if (f.flags & U4L_RX_NOWAKE)
+			__atomic_fetch_add(&ctx->cnt->stranded_rescues, 1,
+					   __ATOMIC_RELAXED);
+		if (peer->hold_since) {
+			peer->hold_since = 0;
+			atomic_fetch_sub(&ctx->rx_holds, 1);
+		}
 		ctx->ops->rx_release(peer->chan);
 		n++;
 	}

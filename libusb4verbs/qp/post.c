@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "ctx/progress.h"
 #include "engine_int.h"
 #include "frag/frag.h"
 #include "wire/opcode.h"
@@ -202,5 +203,6 @@ out:
 	if (ret && bad_wr)
 		*bad_wr = wr;
 	pthread_mutex_unlock(&qp->lock);
+	u4v_progress_recv_posted(qp->ctx);
 	return ret;
 }

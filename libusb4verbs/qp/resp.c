@@ -482,13 +482,41 @@ static void rc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 	}
 }
 
+bool u4v_rwqe_ready(struct u4v_qp *qp)
+{
+	if (qp->have_rwqe)
+		return true;
+	if (qp->srq)
+		return __atomic_load_n(&qp->srq->rq.count, __ATOMIC_RELAXED) > 0;
+	return qp->rq.count > 0;
+}
+
+/* Does this frame consume a receive WQE when it executes? */
+static bool needs_rwqe(const struct u4w_hdr *h)
+{
+	switch (U4W_OP(h->opcode)) {
+	case U4W_SEND_FIRST:
+	case U4W_SEND_ONLY:
+	case U4W_SEND_ONLY_IMM:
+	case U4W_WRITE_LAST_IMM:
+	case U4W_WRITE_ONLY_IMM:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* UC: no ACKs; a message with a hole is dropped whole. */
-static void uc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
-		     const uint8_t *payload)
+static bool uc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
+		     const uint8_t *payload, bool may_hold)
 {
 	const struct u4w_opinfo *info = u4w_opinfo(h->opcode);
 	enum exec_result r;
 	uint8_t syndrome;
+
+	if (may_hold && h->psn == qp->epsn && !qp->uc_drop &&
+	    needs_rwqe(h) && !u4v_rwqe_ready(qp))
+		return false;
 
 	if (h->psn != qp->epsn || (info->flags & U4W_OPF_FIRST)) {
 		if (qp->in_msg) {
@@ -500,27 +528,28 @@ static void uc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 	}
 	qp->epsn = psn_add(h->psn, 1);
 	if (qp->uc_drop)
-		return;
+		return true;
 	r = exec_request(qp, h, payload, &syndrome);
 	if (r != EXEC_OK) {
 		qp->in_msg = false;
 		qp->wr_mr = NULL;
 		qp->uc_drop = !(info->flags & U4W_OPF_LAST);
 	}
+	return true;
 }
 
-void u4v_resp_frame(struct u4v_qp *qp, struct u4v_peer *peer,
+bool u4v_resp_frame(struct u4v_qp *qp, struct u4v_peer *peer,
 		    const struct u4w_hdr *h, const uint8_t *payload,
-		    const void *frame, uint32_t len)
+		    const void *frame, uint32_t len, bool may_hold)
 {
 	(void)peer;
 	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS &&
 	    qp->state != IBV_QPS_SQD)
-		return;
+		return true;
 	if (qp->type == IBV_QPT_UC)
-		uc_frame(qp, h, payload);
-	else
-		rc_frame(qp, h, payload, frame, len);
+		return uc_frame(qp, h, payload, may_hold);
+	rc_frame(qp, h, payload, frame, len);
+	return true;
 }
 
 void u4v_qp_tx(struct u4v_qp *qp)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctx/progress.h"
 #include "engine_int.h"
 
 int u4v_rq_init(struct u4v_rq *rq, uint32_t size, uint32_t max_sge)
@@ -201,6 +202,7 @@ int u4v_post_srq_recv(struct u4v_srq *srq, struct ibv_recv_wr *wr,
 	pthread_spin_unlock(&srq->lock);
 	if (ret && bad_wr)
 		*bad_wr = wr;
+	u4v_progress_recv_posted(srq->pd->ctx);
 	return ret;
 }
 

@@ -97,8 +97,8 @@ static struct u4v_ud_partial *new_partial(struct u4v_qp *qp, uint32_t src,
 	return oldest; /* evict: that message is lost */
 }
 
-void u4v_ud_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
-		  const uint8_t *payload)
+bool u4v_ud_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
+		  const uint8_t *payload, bool may_hold)
 {
 	uint32_t op = U4W_OP(h->opcode);
 	struct u4v_ud_partial *p;
@@ -106,41 +106,44 @@ void u4v_ud_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 
 	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS &&
 	    qp->state != IBV_QPS_SQD)
-		return;
+		return true;
 	if (h->qkey != qp->qkey)
-		return; /* wrong qkey: silently dropped, as the spec says */
+		return true; /* wrong qkey: silently dropped, as the spec says */
+	if (may_hold && op != U4W_SEND_FIRST && op != U4W_SEND_MIDDLE &&
+	    !u4v_rwqe_ready(qp))
+		return false;
 	switch (op) {
 	case U4W_SEND_ONLY:
 	case U4W_SEND_ONLY_IMM:
 		deliver(qp, h, payload, h->paylen, NULL, 0);
-		return;
+		return true;
 	case U4W_SEND_FIRST:
 		if (h->paylen != U4W_GRANULE)
-			return;
+			return true;
 		now = u4v_now();
 		p = new_partial(qp, h->src_qpn, now);
 		if (!p->buf)
 			p->buf = malloc(U4W_GRANULE);
 		if (!p->buf)
-			return;
+			return true;
 		memcpy(p->buf, payload, h->paylen);
 		p->used = true;
 		p->src_qpn = h->src_qpn;
 		p->next_psn = psn_add(h->psn, 1);
 		p->len = h->paylen;
 		p->stamp = now;
-		return;
+		return true;
 	case U4W_SEND_LAST:
 	case U4W_SEND_LAST_IMM:
 		p = find_partial(qp, h->src_qpn);
 		if (!p)
-			return;
+			return true;
 		p->used = false;
 		if (p->next_psn != h->psn || p->len + h->paylen > 4096)
-			return; /* a frame in between was lost */
+			return true; /* a frame in between was lost */
 		deliver(qp, h, p->buf, p->len, payload, h->paylen);
-		return;
+		return true;
 	default:
-		return;
+		return true;
 	}
 }
