@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <usb4verbs/sim.h>
+#include <usb4verbs/nhi.h>
 
 #include "u4vp.h"
 
@@ -91,7 +92,7 @@ static uint64_t read_node_guid(const char *dir)
 }
 
 /* Attach to the software cable named in <ibdev_path>/usb4v_sim. */
-static int open_link(const struct u4vp_device *dev, struct u4l_dev **link)
+static int open_link(const struct u4vp_device *dev, int cmd_fd, struct u4l_dev **link)
 {
 	char line[512], shm[256];
 	unsigned int end;
@@ -99,12 +100,12 @@ static int open_link(const struct u4vp_device *dev, struct u4l_dev **link)
 
 	err = read_line(dev->ibdev_path, "usb4v_sim", line, sizeof(line));
 	if (err == ENOENT) {
-		fprintf(
-		    stderr,
-		    "usb4verbs: %s: no usb4v_sim file: kernel (NHI) devices "
-		    "are not supported by this provider yet\n",
-		    dev->ibdev_name);
-		return ENODEV;
+		/* a kernel (usb4verbs.ko) device: channels from the shim */
+		err = -u4l_nhi_open(cmd_fd, 0, NULL, link);
+		if (err)
+			fprintf(stderr, "usb4verbs: %s: kernel context: %s\n",
+				dev->ibdev_name, strerror(err));
+		return err;
 	}
 	if (err) {
 		fprintf(stderr, "usb4verbs: %s: cannot read %s/usb4v_sim: %s\n",
@@ -145,7 +146,8 @@ struct verbs_context *u4vp_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 		return NULL;
 	ctx->async_wfd = -1;
 
-	err = open_link(dev, &attr.link);
+	err = open_link(dev, ctx->vctx.context.cmd_fd, &attr.link);
+	ctx->link = attr.link;
 	if (err)
 		goto err_uninit;
 

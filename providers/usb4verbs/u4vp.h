@@ -26,6 +26,7 @@ struct u4vp_device {
 struct u4vp_context {
 	struct verbs_context vctx;
 	struct u4v_ctx *eng;
+	struct u4l_dev *link;
 	int async_wfd;		  /* write end of the async-event pipe */
 	uint64_t node_guid_be;	  /* as ibv_device_attr.node_guid */
 	_Atomic uint32_t handles; /* kernel-style object handles */
@@ -49,6 +50,8 @@ struct u4vp_cq {
 	};
 	struct u4v_cq *eng;
 	int chan_wfd;	   /* completion-channel pipe write end or -1 */
+	int kcq;	   /* nhi: a kernel CQ carries the events */
+	uint32_t khandle;
 	uint64_t wc_flags; /* create_cq_ex flags */
 	struct ibv_wc cur; /* the entry start/next_poll produced */
 };

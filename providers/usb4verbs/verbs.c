@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "u4vp.h"
+#include <usb4verbs/nhi.h>
 
 /* ---- protection domains ---- */
 
@@ -155,12 +156,45 @@ static void cq_event_cb(struct u4v_cq *ecq, void *arg)
 	(void)n; /* nothing to do: the channel's reader went away */
 }
 
+static void nhi_cq_event_cb(struct u4v_cq *ecq, void *arg)
+{
+	struct u4vp_cq *cq = arg;
+
+	u4l_nhi_cq_signal(to_uctx(cq->cq.context)->link, cq->khandle);
+}
+
 struct u4vp_cq *u4vp_cq_new(struct ibv_context *context, int cqe,
 			    struct ibv_comp_channel *channel)
 {
 	struct u4vp_cq *cq;
 	int wfd = -1, err;
+	struct u4l_dev *link = to_uctx(context)->link;
 
+	if (channel && u4l_is_nhi(link)) {
+		cq = calloc(1, sizeof(*cq));
+		if (!cq) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		err = -u4l_nhi_cq_create(link, channel->fd, (uintptr_t)&cq->cq,
+					 (uint32_t)cqe, &cq->khandle);
+		if (!err)
+			err = u4v_create_cq(to_uctx(context)->eng, cqe, &cq->eng);
+		if (err) {
+			free(cq);
+			errno = err;
+			return NULL;
+		}
+		cq->kcq = 1;
+		cq->chan_wfd = -1;
+		cq->cq.context = context;
+		cq->cq.channel = channel;
+		cq->cq.handle = u4vp_new_handle(context);
+		cq->cq.cqe = u4v_cq_depth(cq->eng);
+		u4v_cq_set_handle(cq->eng, (uintptr_t)&cq->cq);
+		u4v_cq_set_event_fn(cq->eng, nhi_cq_event_cb, cq);
+		return cq;
+	}
 	if (channel) {
 		wfd = channel_wfd(channel);
 		if (wfd < 0) {
@@ -209,9 +243,18 @@ int u4vp_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct u4vp_cq *cq = to_ucq(ibcq);
 	int err = u4v_destroy_cq(cq->eng);
+	uint32_t reported = 0;
 
 	if (err)
 		return err;
+	if (cq->kcq &&
+	    !u4l_nhi_cq_destroy(to_uctx(ibcq->context)->link, cq->khandle,
+				&reported)) {
+		pthread_mutex_lock(&ibcq->mutex);
+		while (ibcq->comp_events_completed != reported)
+			pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
+		pthread_mutex_unlock(&ibcq->mutex);
+	}
 	free(cq);
 	return 0;
 }
