@@ -1,0 +1,684 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * usb4verbs: the ib_device and its operations.
+ *
+ * The transport runs in the calling process; the kernel keeps only
+ * bookkeeping for PD/CQ/QP/MR (no payload, nothing pinned), the mappings of
+ * channels, the doorbell and completion events.
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/version.h>
+#include <linux/capability.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+#define UVERBS_MODULE_NAME usb4verbs
+#include <rdma/uverbs_named_ioctl.h>
+#include <rdma/uverbs_std_types.h>
+
+#include "usb4verbs.h"
+
+/* Limits the kernel itself enforces on its bookkeeping objects. */
+#define U4V_K_MAX_QP 4096
+#define U4V_K_MAX_CQ 4096
+#define U4V_K_MAX_CQE (1 << 20)
+#define U4V_K_MAX_PD 4096
+#define U4V_K_MAX_MR 65536
+#define U4V_K_MAX_QP_WR 8192
+#define U4V_K_MAX_SGE 16
+#define U4V_K_MAX_MSG (1u << 30)
+#define U4V_GID_TBL_LEN 4
+#define U4V_VENDOR_ID 0x8086
+#define U4V_VENDOR_PART_ID 0x4b34
+
+static int u4v_query_device(struct ib_device *ibdev,
+			    struct ib_device_attr *attr,
+			    struct ib_udata *udata)
+{
+	struct u4v_dev *dev = to_u4v_dev(ibdev);
+
+	if (udata->inlen || udata->outlen)
+		return -EINVAL;
+	memset(attr, 0, sizeof(*attr));
+	attr->sys_image_guid = cpu_to_be64(dev->guid);
+	attr->max_mr_size = 1ull << 40;
+	attr->page_size_cap = PAGE_SIZE;
+	attr->vendor_id = U4V_VENDOR_ID;
+	attr->vendor_part_id = U4V_VENDOR_PART_ID;
+	attr->hw_ver = U4V_ABI_VERSION;
+	attr->max_qp = U4V_K_MAX_QP;
+	attr->max_qp_wr = U4V_K_MAX_QP_WR;
+	attr->max_send_sge = U4V_K_MAX_SGE;
+	attr->max_recv_sge = U4V_K_MAX_SGE;
+	attr->max_sge_rd = U4V_K_MAX_SGE;
+	attr->max_cq = U4V_K_MAX_CQ;
+	attr->max_cqe = U4V_K_MAX_CQE;
+	attr->max_mr = U4V_K_MAX_MR;
+	attr->max_pd = U4V_K_MAX_PD;
+	attr->max_qp_rd_atom = 16;
+	attr->max_qp_init_rd_atom = 16;
+	attr->atomic_cap = IB_ATOMIC_HCA;
+	attr->max_srq = 1024;
+	attr->max_srq_wr = U4V_K_MAX_QP_WR;
+	attr->max_srq_sge = U4V_K_MAX_SGE;
+	attr->max_ah = 65536;
+	attr->max_pkeys = 1;
+	attr->local_ca_ack_delay = 15;
+	return 0;
+}
+
+static int u4v_query_port(struct ib_device *ibdev, u32 port,
+			  struct ib_port_attr *attr)
+{
+	struct u4v_dev *dev = to_u4v_dev(ibdev);
+	bool up = READ_ONCE(dev->cable->up);
+
+	/* attr is zeroed by the core */
+	attr->state = up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
+	attr->phys_state = up ? IB_PORT_PHYS_STATE_LINK_UP :
+				IB_PORT_PHYS_STATE_DISABLED;
+	attr->max_mtu = IB_MTU_4096;
+	attr->active_mtu = IB_MTU_4096;
+	attr->gid_tbl_len = U4V_GID_TBL_LEN;
+	attr->pkey_tbl_len = 1;
+	attr->max_msg_sz = U4V_K_MAX_MSG;
+	attr->lid = 0;
+	attr->sm_lid = 0;
+	attr->lmc = 0;
+	attr->active_width = IB_WIDTH_4X;
+	attr->active_speed = IB_SPEED_FDR10;
+	return 0;
+}
+
+static int u4v_get_port_immutable(struct ib_device *ibdev, u32 port,
+				  struct ib_port_immutable *imm)
+{
+	imm->pkey_tbl_len = 1;
+	imm->gid_tbl_len = U4V_GID_TBL_LEN;
+	/* IB link layer without MAD/SMI/CM: no kernel client attaches */
+	imm->core_cap_flags = RDMA_CORE_CAP_PROT_IB;
+	imm->max_mad_size = 0;
+	return 0;
+}
+
+static enum rdma_link_layer u4v_get_link_layer(struct ib_device *ibdev,
+					       u32 port)
+{
+	return IB_LINK_LAYER_INFINIBAND;
+}
+
+static int u4v_query_gid(struct ib_device *ibdev, u32 port, int index,
+			 union ib_gid *gid)
+{
+	struct u4v_dev *dev = to_u4v_dev(ibdev);
+
+	/*
+	 * The same table the software cable shows (tools/usb4v-sim): two
+	 * link-local GIDs from the GUID, two IPv4-mapped 127.0.0.1; the
+	 * engine addresses peers by QPN, so any index reaches the peer.
+	 */
+	if (index < 0 || index >= U4V_GID_TBL_LEN)
+		return -EINVAL;
+	memset(gid, 0, sizeof(*gid));
+	if (index < 2) {
+		gid->global.subnet_prefix = cpu_to_be64(0xfe80000000000000ull);
+		gid->global.interface_id = cpu_to_be64(dev->guid);
+	} else {
+		gid->raw[10] = 0xff;
+		gid->raw[11] = 0xff;
+		gid->raw[12] = 127;
+		gid->raw[15] = 1;
+	}
+	return 0;
+}
+
+static int u4v_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
+			  u16 *pkey)
+{
+	if (index != 0)
+		return -EINVAL;
+	*pkey = 0xffff;
+	return 0;
+}
+
+static void u4v_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "usb4verbs-abi-%d",
+		 U4V_ABI_VERSION);
+}
+
+/* Contexts */
+
+static int u4v_alloc_ucontext(struct ib_ucontext *ibuc,
+			      struct ib_udata *udata)
+{
+	struct u4v_ucontext *uctx = to_u4v_uctx(ibuc);
+	struct u4v_dev *dev = to_u4v_dev(ibuc->device);
+	struct u4v_alloc_ucontext_resp resp = {};
+	struct u4v_alloc_ucontext_req req = {};
+	int ret;
+
+	if (udata->inlen < sizeof(req))
+		return -EINVAL;
+	ret = ib_copy_from_udata(&req, udata, sizeof(req));
+	if (ret)
+		return ret;
+	if (req.abi_version != U4V_ABI_VERSION) {
+		ibdev_dbg(ibuc->device, "provider ABI %u, kernel %u\n",
+			  req.abi_version, U4V_ABI_VERSION);
+		return -EPROTO;
+	}
+	if (udata->outlen < sizeof(resp))
+		return -EINVAL;
+
+	uctx->dev = dev;
+	INIT_LIST_HEAD(&uctx->pending_chans);
+	INIT_LIST_HEAD(&uctx->graveyard);
+	INIT_LIST_HEAD(&uctx->cqs);
+	spin_lock_init(&uctx->cq_lock);
+
+	if (req.flags & U4V_UCTX_REQ_DIRECT) {
+		/* Writable rings hand out the controller's DMA. */
+		if (!u4v_allow_direct || !capable(CAP_SYS_RAWIO))
+			return -EPERM;
+		/* writable rings + doorbell page: not implemented yet */
+		return -EOPNOTSUPP;
+	}
+	if (req.event_fd >= 0) {
+		uctx->evfd = eventfd_ctx_fdget(req.event_fd);
+		if (IS_ERR(uctx->evfd)) {
+			ret = PTR_ERR(uctx->evfd);
+			uctx->evfd = NULL;
+			return ret;
+		}
+	}
+	uctx->status_buf = u4v_buf_alloc(uctx, PAGE_SIZE, false);
+	if (!uctx->status_buf) {
+		ret = -ENOMEM;
+		goto err_evfd;
+	}
+	uctx->status = uctx->status_buf->kva;
+	uctx->status->abi_version = U4V_ABI_VERSION;
+
+	ret = u4v_ctx_attach(uctx);
+	if (ret)
+		goto err_status;
+
+	resp.abi_version = U4V_ABI_VERSION;
+	resp.ctx_id = uctx->ctx_id;
+	resp.end = dev->end;
+	resp.ring_depth = u4v_ring_depth;
+	resp.max_channels = dev->cable->max_channels;
+	resp.mode = uctx->direct ? U4V_MODE_DIRECT : U4V_MODE_SAFE;
+	resp.status_off = rdma_user_mmap_get_offset(&uctx->status_buf->rdma);
+	resp.status_len = PAGE_SIZE;
+	resp.node_guid = dev->guid;
+	resp.wire_rate = dev->cable->wire_rate;
+	ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (ret)
+		goto err_detach;
+	return 0;
+
+err_detach:
+	u4v_ctx_detach(uctx);
+err_status:
+	u4v_buf_remove(uctx->status_buf);
+	uctx->status_buf = NULL;
+err_evfd:
+	if (uctx->evfd)
+		eventfd_ctx_put(uctx->evfd);
+	uctx->evfd = NULL;
+	return ret;
+}
+
+static void u4v_dealloc_ucontext(struct ib_ucontext *ibuc)
+{
+	struct u4v_ucontext *uctx = to_u4v_uctx(ibuc);
+
+	u4v_ctx_detach(uctx);
+	u4v_buf_remove(uctx->status_buf);
+	uctx->status_buf = NULL;
+	if (uctx->evfd)
+		eventfd_ctx_put(uctx->evfd);
+	uctx->evfd = NULL;
+}
+
+/* Applications still hold the device: uverbs zaps our mappings itself. */
+static void u4v_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
+static int u4v_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *e;
+	struct u4v_buf *buf;
+	unsigned long pfn;
+	int ret;
+
+	e = rdma_user_mmap_entry_get(ibuc, vma);
+	if (!e)
+		return -EINVAL;
+	buf = to_u4v_buf(e);
+	if (!buf->writable) {
+		if (vma->vm_flags & VM_WRITE) {
+			ret = -EPERM;
+			goto out;
+		}
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+		vm_flags_clear(vma, VM_MAYWRITE);
+#else
+		vma->vm_flags &= ~VM_MAYWRITE;
+#endif
+	}
+	/* every kind is linear-map memory; it stays until mmap_free */
+	pfn = page_to_pfn(virt_to_page(buf->kva));
+	ret = rdma_user_mmap_io(ibuc, vma, pfn, buf->size, vma->vm_page_prot,
+				e);
+out:
+	rdma_user_mmap_entry_put(e);
+	return ret;
+}
+
+static void u4v_mmap_free(struct rdma_user_mmap_entry *e)
+{
+	u4v_buf_free(to_u4v_buf(e));
+}
+
+/* PD */
+
+static int u4v_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct u4v_dev *dev = to_u4v_dev(ibpd->device);
+
+	if (atomic_inc_return(&dev->nr_pd) > U4V_K_MAX_PD) {
+		atomic_dec(&dev->nr_pd);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int u4v_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	atomic_dec(&to_u4v_dev(ibpd->device)->nr_pd);
+	return 0;
+}
+
+/* CQ: only the event side lives here; completions are in userspace. */
+
+static int u4v_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+			 struct ib_udata *udata)
+{
+	struct u4v_cq *cq = container_of(ibcq, struct u4v_cq, ibcq);
+	struct u4v_dev *dev = to_u4v_dev(ibcq->device);
+	struct u4v_ucontext *uctx;
+	unsigned long flags;
+
+	if (!udata)
+		return -EOPNOTSUPP;
+	if (attr->flags || attr->cqe < 1 || attr->cqe > U4V_K_MAX_CQE)
+		return -EINVAL;
+	if (atomic_inc_return(&dev->nr_cq) > U4V_K_MAX_CQ) {
+		atomic_dec(&dev->nr_cq);
+		return -ENOMEM;
+	}
+	uctx = rdma_udata_to_drv_context(udata, struct u4v_ucontext, ibuc);
+	ibcq->cqe = attr->cqe;
+	cq->uctx = uctx;
+	spin_lock_irqsave(&uctx->cq_lock, flags);
+	list_add_tail(&cq->node, &uctx->cqs);
+	spin_unlock_irqrestore(&uctx->cq_lock, flags);
+	return 0;
+}
+
+static int u4v_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct u4v_cq *cq = container_of(ibcq, struct u4v_cq, ibcq);
+	unsigned long flags;
+
+	spin_lock_irqsave(&cq->uctx->cq_lock, flags);
+	list_del(&cq->node);
+	spin_unlock_irqrestore(&cq->uctx->cq_lock, flags);
+	atomic_dec(&to_u4v_dev(ibcq->device)->nr_cq);
+	return 0;
+}
+
+static int u4v_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags f)
+{
+	struct u4v_cq *cq = container_of(ibcq, struct u4v_cq, ibcq);
+	unsigned long flags;
+
+	spin_lock_irqsave(&cq->uctx->cq_lock, flags);
+	cq->armed = true;
+	spin_unlock_irqrestore(&cq->uctx->cq_lock, flags);
+	return 0;
+}
+
+static int u4v_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc)
+{
+	return 0; /* completions live in the process */
+}
+
+/* An RX interrupt on a channel of uctx: fire every armed CQ once. */
+void u4v_ctx_signal_cqs(struct u4v_ucontext *uctx)
+{
+	struct u4v_cq *cq;
+	unsigned long flags;
+
+	spin_lock_irqsave(&uctx->cq_lock, flags);
+	list_for_each_entry(cq, &uctx->cqs, node) {
+		if (!cq->armed)
+			continue;
+		cq->armed = false;
+		if (cq->ibcq.comp_handler)
+			cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+	}
+	spin_unlock_irqrestore(&uctx->cq_lock, flags);
+}
+
+/* QP bookkeeping: a number and a state; the engine does the transport. */
+
+static int u4v_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+			 struct ib_udata *udata)
+{
+	struct u4v_dev *dev = to_u4v_dev(ibqp->device);
+	struct u4v_qp *qp = container_of(ibqp, struct u4v_qp, ibqp);
+	int qpn;
+
+	if (!udata)
+		return -EOPNOTSUPP;
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_UD:
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (init->cap.max_send_wr > U4V_K_MAX_QP_WR ||
+	    init->cap.max_recv_wr > U4V_K_MAX_QP_WR ||
+	    init->cap.max_send_sge > U4V_K_MAX_SGE ||
+	    init->cap.max_recv_sge > U4V_K_MAX_SGE)
+		return -EINVAL;
+	if (atomic_inc_return(&dev->nr_qp) > U4V_K_MAX_QP) {
+		atomic_dec(&dev->nr_qp);
+		return -ENOMEM;
+	}
+	qpn = ida_alloc_range(&dev->qpn_ida, 2, 0xffffff, GFP_KERNEL);
+	if (qpn < 0) {
+		atomic_dec(&dev->nr_qp);
+		return qpn;
+	}
+	ibqp->qp_num = qpn;
+	qp->state = IB_QPS_RESET;
+	return 0;
+}
+
+static int u4v_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+			 int mask, struct ib_udata *udata)
+{
+	struct u4v_qp *qp = container_of(ibqp, struct u4v_qp, ibqp);
+
+	if (mask & IB_QP_STATE)
+		qp->state = attr->qp_state;
+	if (mask & IB_QP_DEST_QPN)
+		qp->dest_qpn = attr->dest_qp_num;
+	return 0;
+}
+
+static int u4v_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+			int mask, struct ib_qp_init_attr *init)
+{
+	struct u4v_qp *qp = container_of(ibqp, struct u4v_qp, ibqp);
+
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	attr->dest_qp_num = qp->dest_qpn;
+	attr->path_mtu = IB_MTU_4096;
+	init->qp_type = ibqp->qp_type;
+	return 0;
+}
+
+static int u4v_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct u4v_dev *dev = to_u4v_dev(ibqp->device);
+
+	ida_free(&dev->qpn_ida, ibqp->qp_num);
+	atomic_dec(&dev->nr_qp);
+	return 0;
+}
+
+/* MR bookkeeping: keys and bounds only, nothing pinned. */
+
+static struct ib_mr *u4v_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
+				     u64 virt, int access,
+				     struct ib_udata *udata)
+{
+	struct u4v_dev *dev = to_u4v_dev(pd->device);
+	struct u4v_mr *mr;
+	u32 key;
+
+	if (!length || start + length < start)
+		return ERR_PTR(-EINVAL);
+	if (atomic_inc_return(&dev->nr_mr) > U4V_K_MAX_MR) {
+		atomic_dec(&dev->nr_mr);
+		return ERR_PTR(-ENOMEM);
+	}
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr) {
+		atomic_dec(&dev->nr_mr);
+		return ERR_PTR(-ENOMEM);
+	}
+	key = (u32)atomic_inc_return(&dev->mr_key) << 8;
+	mr->start = virt;
+	mr->length = length;
+	mr->access = access;
+	mr->ibmr.lkey = key;
+	mr->ibmr.rkey = key;
+	mr->ibmr.iova = virt;
+	mr->ibmr.length = length;
+	return &mr->ibmr;
+}
+
+static int u4v_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	atomic_dec(&to_u4v_dev(ibmr->device)->nr_mr);
+	kfree(container_of(ibmr, struct u4v_mr, ibmr));
+	return 0;
+}
+
+/* Driver methods: channels, doorbell, CQ signalling. */
+
+static int UVERBS_HANDLER(U4V_METHOD_CHAN_GET)(struct uverbs_attr_bundle *attrs)
+{
+	struct u4v_chan_info info;
+	struct ib_ucontext *ibuc;
+	u32 remote;
+	int ret;
+
+	ibuc = ib_uverbs_get_ucontext(attrs);
+	if (IS_ERR(ibuc))
+		return PTR_ERR(ibuc);
+	ret = uverbs_copy_from(&remote, attrs, U4V_ATTR_CHAN_GET_REMOTE);
+	if (ret)
+		return ret;
+	ret = u4v_chan_get(to_u4v_uctx(ibuc), remote, &info);
+	if (ret)
+		return ret;
+	return uverbs_copy_to(attrs, U4V_ATTR_CHAN_GET_INFO, &info,
+			      sizeof(info));
+}
+
+static int
+UVERBS_HANDLER(U4V_METHOD_CHAN_ACCEPT)(struct uverbs_attr_bundle *attrs)
+{
+	struct u4v_chan_info info;
+	struct ib_ucontext *ibuc;
+	int ret;
+
+	ibuc = ib_uverbs_get_ucontext(attrs);
+	if (IS_ERR(ibuc))
+		return PTR_ERR(ibuc);
+	ret = u4v_chan_accept(to_u4v_uctx(ibuc), &info);
+	if (ret)
+		return ret;
+	return uverbs_copy_to(attrs, U4V_ATTR_CHAN_ACCEPT_INFO, &info,
+			      sizeof(info));
+}
+
+static int UVERBS_HANDLER(U4V_METHOD_DOORBELL)(struct uverbs_attr_bundle *attrs)
+{
+	bool has_tx, has_rx;
+	u32 remote, tx_prod = 0, rx_cons = 0;
+	struct ib_ucontext *ibuc;
+	int ret;
+
+	ibuc = ib_uverbs_get_ucontext(attrs);
+	if (IS_ERR(ibuc))
+		return PTR_ERR(ibuc);
+	ret = uverbs_copy_from(&remote, attrs, U4V_ATTR_DOORBELL_REMOTE);
+	if (ret)
+		return ret;
+	has_tx = uverbs_attr_is_valid(attrs, U4V_ATTR_DOORBELL_TX_PROD);
+	has_rx = uverbs_attr_is_valid(attrs, U4V_ATTR_DOORBELL_RX_CONS);
+	if (has_tx) {
+		ret = uverbs_copy_from(&tx_prod, attrs,
+				       U4V_ATTR_DOORBELL_TX_PROD);
+		if (ret)
+			return ret;
+	}
+	if (has_rx) {
+		ret = uverbs_copy_from(&rx_cons, attrs,
+				       U4V_ATTR_DOORBELL_RX_CONS);
+		if (ret)
+			return ret;
+	}
+	return u4v_doorbell(to_u4v_uctx(ibuc), remote, has_tx, tx_prod,
+			    has_rx, rx_cons);
+}
+
+static int
+UVERBS_HANDLER(U4V_METHOD_CQ_SIGNAL)(struct uverbs_attr_bundle *attrs)
+{
+	struct ib_cq *cq = uverbs_attr_get_obj(attrs, U4V_ATTR_CQ_SIGNAL_HANDLE);
+
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	if (cq->comp_handler)
+		cq->comp_handler(cq, cq->cq_context);
+	return 0;
+}
+
+DECLARE_UVERBS_NAMED_METHOD(U4V_METHOD_CHAN_GET,
+			    UVERBS_ATTR_PTR_IN(U4V_ATTR_CHAN_GET_REMOTE,
+					       UVERBS_ATTR_TYPE(u32),
+					       UA_MANDATORY),
+			    UVERBS_ATTR_PTR_OUT(U4V_ATTR_CHAN_GET_INFO,
+						UVERBS_ATTR_TYPE(struct u4v_chan_info),
+						UA_MANDATORY));
+
+DECLARE_UVERBS_NAMED_METHOD(U4V_METHOD_CHAN_ACCEPT,
+			    UVERBS_ATTR_PTR_OUT(U4V_ATTR_CHAN_ACCEPT_INFO,
+						UVERBS_ATTR_TYPE(struct u4v_chan_info),
+						UA_MANDATORY));
+
+DECLARE_UVERBS_NAMED_METHOD(U4V_METHOD_DOORBELL,
+			    UVERBS_ATTR_PTR_IN(U4V_ATTR_DOORBELL_REMOTE,
+					       UVERBS_ATTR_TYPE(u32),
+					       UA_MANDATORY),
+			    UVERBS_ATTR_PTR_IN(U4V_ATTR_DOORBELL_TX_PROD,
+					       UVERBS_ATTR_TYPE(u32),
+					       UA_OPTIONAL),
+			    UVERBS_ATTR_PTR_IN(U4V_ATTR_DOORBELL_RX_CONS,
+					       UVERBS_ATTR_TYPE(u32),
+					       UA_OPTIONAL));
+
+DECLARE_UVERBS_NAMED_METHOD(U4V_METHOD_CQ_SIGNAL,
+			    UVERBS_ATTR_IDR(U4V_ATTR_CQ_SIGNAL_HANDLE,
+					    UVERBS_OBJECT_CQ,
+					    UVERBS_ACCESS_READ, UA_MANDATORY));
+
+ADD_UVERBS_METHODS(u4v_device_methods, UVERBS_OBJECT_DEVICE,
+		   &UVERBS_METHOD(U4V_METHOD_CHAN_GET),
+		   &UVERBS_METHOD(U4V_METHOD_CHAN_ACCEPT),
+		   &UVERBS_METHOD(U4V_METHOD_DOORBELL),
+		   &UVERBS_METHOD(U4V_METHOD_CQ_SIGNAL));
+
+static const struct uapi_definition u4v_uapi_defs[] = {
+	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DEVICE, &u4v_device_methods),
+	{},
+};
+
+static const struct ib_device_ops u4v_dev_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = U4V_ABI_VERSION,
+
+	.alloc_pd = u4v_alloc_pd,
+	.alloc_ucontext = u4v_alloc_ucontext,
+	.create_cq = u4v_create_cq,
+	.create_qp = u4v_create_qp,
+	.dealloc_pd = u4v_dealloc_pd,
+	.dealloc_ucontext = u4v_dealloc_ucontext,
+	.dereg_mr = u4v_dereg_mr,
+	.destroy_cq = u4v_destroy_cq,
+	.destroy_qp = u4v_destroy_qp,
+	.disassociate_ucontext = u4v_disassociate_ucontext,
+	.get_dev_fw_str = u4v_get_dev_fw_str,
+	.get_link_layer = u4v_get_link_layer,
+	.get_port_immutable = u4v_get_port_immutable,
+	.mmap = u4v_mmap,
+	.mmap_free = u4v_mmap_free,
+	.modify_qp = u4v_modify_qp,
+	.poll_cq = u4v_poll_cq,
+	.query_device = u4v_query_device,
+	.query_gid = u4v_query_gid,
+	.query_pkey = u4v_query_pkey,
+	.query_port = u4v_query_port,
+	.query_qp = u4v_query_qp,
+	.reg_user_mr = u4v_reg_user_mr,
+	.req_notify_cq = u4v_req_notify_cq,
+
+	INIT_RDMA_OBJ_SIZE(ib_cq, u4v_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, u4v_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, u4v_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, u4v_ucontext, ibuc),
+};
+
+struct u4v_dev *u4v_dev_create(struct u4v_cable *cable, u32 end,
+			       struct device *dma_dev, u64 guid)
+{
+	struct u4v_dev *dev = ib_alloc_device(u4v_dev, ibdev);
+
+	if (!dev)
+		return NULL;
+	dev->cable = cable;
+	dev->end = end;
+	dev->guid = guid;
+	dev->dma_dev = dma_dev;
+	ida_init(&dev->qpn_ida);
+	dev->ibdev.node_type = RDMA_NODE_IB_CA;
+	dev->ibdev.node_guid = cpu_to_be64(guid);
+	dev->ibdev.phys_port_cnt = 1;
+	dev->ibdev.num_comp_vectors = 1;
+	dev->ibdev.uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+	strscpy(dev->ibdev.node_desc, "usb4verbs", sizeof(dev->ibdev.node_desc));
+	dev->ibdev.driver_def = u4v_uapi_defs;
+	ib_set_device_ops(&dev->ibdev, &u4v_dev_ops);
+	return dev;
+}
+
+int u4v_dev_register(struct u4v_dev *dev, const char *name)
+{
+	return ib_register_device(&dev->ibdev, name, dev->dma_dev);
+}
+
+/* Unplug / unload: applications holding the device are disassociated. */
+void u4v_dev_destroy(struct u4v_dev *dev)
+{
+	ib_unregister_device(&dev->ibdev);
+	ida_destroy(&dev->qpn_ida);
+	ib_dealloc_device(&dev->ibdev);
+}

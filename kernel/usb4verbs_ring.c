@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * usb4verbs: channels, their mappings and the safe-mode doorbell.
+ *
+ * Userspace never writes a descriptor that DMA hardware reads: it fills the
+ * shadow ring, and the doorbell copies each shadow entry once, validates it
+ * and writes the real descriptor with an address owned by the kernel.
+ */
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/dma-mapping.h>
+
+#include "usb4verbs.h"
+
+/* Allocate zeroed, physically contiguous memory mapped through uctx. */
+struct u4v_buf *u4v_buf_alloc(struct u4v_ucontext *uctx, size_t size,
+			      bool writable)
+{
+	struct u4v_buf *buf;
+	int ret;
+
+	size = PAGE_ALIGN(size);
+	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	if (!buf)
+		return NULL;
+	buf->kind = U4V_BUF_PAGES;
+	buf->size = size;
+	buf->writable = writable;
+	buf->kva = alloc_pages_exact(size, GFP_KERNEL | __GFP_ZERO);
+	if (!buf->kva) {
+		kfree(buf);
+		return NULL;
+	}
+	ret = rdma_user_mmap_entry_insert(&uctx->ibuc, &buf->rdma, size);
+	if (ret) {
+		free_pages_exact(buf->kva, size);
+		kfree(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Drop the driver's reference; memory goes once no VMA maps it. */
+void u4v_buf_remove(struct u4v_buf *buf)
+{
+	if (buf)
+		rdma_user_mmap_entry_remove(&buf->rdma);
+}
+
+/* From mmap_free: the last user is gone. */
+void u4v_buf_free(struct u4v_buf *buf)
+{
+	switch (buf->kind) {
+	case U4V_BUF_PAGES:
+		free_pages_exact(buf->kva, buf->size);
+		break;
+	case U4V_BUF_COHERENT:
+		dma_free_coherent(buf->dma_dev, buf->size, buf->kva, buf->dma);
+		break;
+	case U4V_BUF_EXTERN:
+		if (buf->release)
+			buf->release(buf);
+		break;
+	}
+	kfree(buf);
+}
+
+static u64 u4v_buf_off(struct u4v_buf *buf)
+{
+	return buf ? rdma_user_mmap_get_offset(&buf->rdma) : 0;
+}
+
+static void u4v_half_fill_info(struct u4v_half *h, struct u4v_chan_info *info)
+{
+	int i;
+
+	memset(info, 0, sizeof(*info));
+	info->remote_ctx = h->remote_ctx;
+	info->depth = h->depth;
+	info->flags = h->chan->loopback ? U4V_CHAN_LOOPBACK : 0;
+	for (i = 0; i < U4V_MAP_NR; i++) {
+		info->off[i] = u4v_buf_off(h->buf[i]);
+		info->len[i] = h->buf[i] ? h->buf[i]->size : 0;
+	}
+}
+
+static void u4v_half_remove_bufs(struct u4v_half *h)
+{
+	int i;
+
+	for (i = 0; i < U4V_MAP_NR; i++) {
+		u4v_buf_remove(h->buf[i]);
+		h->buf[i] = NULL;
+	}
+}
+
+/*
+ * Memory of one half, mapped into its owner. Every RX descriptor starts
+ * posted; TX descriptors are written by the doorbell.
+ */
+static int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
+			 struct u4v_ucontext *owner, u32 remote, u32 depth)
+{
+	size_t ring = PAGE_ALIGN(depth * sizeof(struct u4v_desc));
+	size_t pool = (size_t)depth * U4V_FRAME_SIZE;
+	u32 i;
+
+	h->chan = chan;
+	h->uctx = owner;
+	h->remote_ctx = remote;
+	h->depth = depth;
+	INIT_LIST_HEAD(&h->pending);
+	h->tx_meta = kcalloc(depth, sizeof(*h->tx_meta), GFP_KERNEL);
+	if (!h->tx_meta)
+		return -ENOMEM;
+	h->buf[U4V_MAP_TX_DESC] = u4v_buf_alloc(owner, ring, false);
+	h->buf[U4V_MAP_RX_DESC] = u4v_buf_alloc(owner, ring, false);
+	h->buf[U4V_MAP_SHADOW] =
+		u4v_buf_alloc(owner, depth * sizeof(struct u4v_shadow_desc),
+			      true);
+	h->buf[U4V_MAP_TX_POOL] = u4v_buf_alloc(owner, pool, true);
+	h->buf[U4V_MAP_RX_POOL] = u4v_buf_alloc(owner, pool, false);
+	for (i = 0; i < U4V_MAP_DOORBELL; i++)
+		if (!h->buf[i])
+			goto err;
+	h->tx_desc = h->buf[U4V_MAP_TX_DESC]->kva;
+	h->rx_desc = h->buf[U4V_MAP_RX_DESC]->kva;
+	h->shadow = h->buf[U4V_MAP_SHADOW]->kva;
+	h->tx_pool = h->buf[U4V_MAP_TX_POOL]->kva;
+	h->rx_pool = h->buf[U4V_MAP_RX_POOL]->kva;
+
+	/* Soft engine: "DMA addresses" are pool offsets, never pointers. */
+	for (i = 0; i < depth; i++) {
+		h->tx_desc[i].phys = (u64)i * U4V_FRAME_SIZE;
+		h->rx_desc[i].phys = (u64)i * U4V_FRAME_SIZE;
+		if (i < depth - 1)
+			h->rx_desc[i].len_flags =
+				(U4V_DESC_POSTED | U4V_DESC_INTERRUPT)
+				<< U4V_DESC_FLAGS_SHIFT;
+	}
+	return 0;
+err:
+	u4v_half_remove_bufs(h);
+	kfree(h->tx_meta);
+	h->tx_meta = NULL;
+	return -ENOMEM;
+}
+
+static void u4v_chan_free(struct u4v_chan *chan)
+{
+	kfree(chan->side[0].tx_meta);
+	kfree(chan->side[1].tx_meta);
+	kfree(chan);
+}
+
+/* Under cable->lock: a half of uctx's is no longer wanted. */
+static void u4v_half_kill(struct u4v_half *h)
+{
+	struct u4v_chan *chan = h->chan;
+	struct u4v_cable *cable = h->uctx->dev->cable;
+	bool free_it;
+
+	mutex_lock(&chan->lock);
+	h->dead = true;
+	h->uctx = NULL;
+	chan->nr_alive--;
+	if (chan->self)
+		chan->nr_alive = 0;
+	free_it = chan->nr_alive == 0;
+	mutex_unlock(&chan->lock);
+	list_del_init(&h->pending);
+	u4v_half_remove_bufs(h);
+
+	/* The channel is useless once either end left: give budget back. */
+	if (chan->counted) {
+		chan->counted = false;
+		cable->nr_channels--;
+		if (cable->ops->chan_close)
+			cable->ops->chan_close(chan);
+	}
+	if (free_it)
+		u4v_chan_free(chan);
+}
+
+/* Under cable->lock, at context teardown. */
+void u4v_ctx_release_chans(struct u4v_ucontext *uctx)
+{
+	struct u4v_half *h, *tmp;
+	u32 i;
+
+	for (i = 0; i < U4V_MAX_CTX; i++) {
+		h = uctx->halves[i];
+		if (!h)
+			continue;
+		WRITE_ONCE(uctx->halves[i], NULL);
+		u4v_half_kill(h);
+	}
+	list_for_each_entry_safe(h, tmp, &uctx->graveyard, pending)
+		u4v_half_kill(h);
+}
+
+/* Under cable->lock: x is the caller, y the remote context. */
+static int u4v_chan_create(struct u4v_ucontext *x, struct u4v_ucontext *y,
+			   struct u4v_half **out)
+{
+	struct u4v_cable *cable = x->dev->cable;
+	u32 depth = u4v_ring_depth;
+	struct u4v_chan *chan;
+	struct u4v_half *old;
+	int ret;
+
+	chan = kzalloc(sizeof(*chan), GFP_KERNEL);
+	if (!chan)
+		return -ENOMEM;
+	mutex_init(&chan->lock);
+	chan->self = x == y;
+	chan->loopback = x->dev == y->dev;
+	if (!chan->loopback) {
+		if (cable->nr_channels >= cable->max_channels) {
+			kfree(chan);
+			return -ENOSPC;
+		}
+	}
+
+	ret = u4v_half_init(&chan->side[0], chan, x, y->ctx_id, depth);
+	if (ret)
+		goto err;
+	chan->side[0].peer = &chan->side[chan->self ? 0 : 1];
+	chan->nr_alive = 1;
+	if (!chan->self) {
+		ret = u4v_half_init(&chan->side[1], chan, y, x->ctx_id, depth);
+		if (ret)
+			goto err_half0;
+		chan->side[1].peer = &chan->side[0];
+		chan->nr_alive = 2;
+	}
+	if (!chan->loopback) {
+		if (cable->ops->chan_open) {
+			ret = cable->ops->chan_open(chan);
+			if (ret)
+				goto err_half1;
+		}
+		cable->nr_channels++;
+		chan->counted = true;
+	}
+
+	chan->side[0].accepted = true;
+	WRITE_ONCE(x->halves[y->ctx_id], &chan->side[0]);
+	if (!chan->self) {
+		/* A stale half of a context that left with this id. */
+		old = y->halves[x->ctx_id];
+		if (old)
+			list_move_tail(&old->pending, &y->graveyard);
+		WRITE_ONCE(y->halves[x->ctx_id], &chan->side[1]);
+		list_add_tail(&chan->side[1].pending, &y->pending_chans);
+		WRITE_ONCE(y->status->chan_gen, y->status->chan_gen + 1);
+		if (y->evfd)
+			eventfd_signal(y->evfd, 1);
+	}
+	*out = &chan->side[0];
+	return 0;
+
+err_half1:
+	if (!chan->self)
+		u4v_half_remove_bufs(&chan->side[1]);
+err_half0:
+	u4v_half_remove_bufs(&chan->side[0]);
+err:
+	u4v_chan_free(chan);
+	return ret;
+}
+
+int u4v_chan_get(struct u4v_ucontext *uctx, u32 remote,
+		 struct u4v_chan_info *info)
+{
+	struct u4v_cable *cable = uctx->dev->cable;
+	struct u4v_ucontext *y;
+	struct u4v_half *h;
+	int ret = 0;
+
+	if (remote >= U4V_MAX_CTX)
+		return -EINVAL;
+	mutex_lock(&cable->lock);
+	if (!cable->up) {
+		ret = -ENOLINK;
+		goto out;
+	}
+	y = cable->ctx[remote];
+	if (!y) {
+		ret = -EHOSTUNREACH;
+		goto out;
+	}
+	h = uctx->halves[remote];
+	if (h && (h->peer->dead || h->peer->uctx != y)) {
+		/* the old peer left; its id was reused */
+		WRITE_ONCE(uctx->halves[remote], NULL);
+		list_move_tail(&h->pending, &uctx->graveyard);
+		h = NULL;
+	}
+	if (!h) {
+		ret = u4v_chan_create(uctx, y, &h);
+		if (ret)
+			goto out;
+	}
+	if (!h->accepted) {
+		h->accepted = true;
+		list_del_init(&h->pending);
+	}
+	u4v_half_fill_info(h, info);
+out:
+	mutex_unlock(&cable->lock);
+	return ret;
+}
+
+int u4v_chan_accept(struct u4v_ucontext *uctx, struct u4v_chan_info *info)
+{
+	struct u4v_cable *cable = uctx->dev->cable;
+	struct u4v_half *h;
+	int ret = -ENOENT;
+
+	mutex_lock(&cable->lock);
+	h = list_first_entry_or_null(&uctx->pending_chans, struct u4v_half,
+				     pending);
+	if (h) {
+		h->accepted = true;
+		list_del_init(&h->pending);
+		u4v_half_fill_info(h, info);
+		ret = 0;
+	}
+	mutex_unlock(&cable->lock);
+	return ret;
+}
+
+/*
+ * Wake the owner of h (eventfd, status page) and, for an RX completion,
+ * its armed CQs. Under chan->lock, which keeps h->uctx alive.
+ */
+void u4v_half_wake(struct u4v_half *h, bool rx)
+{
+	struct u4v_ucontext *uctx = h->uctx;
+
+	if (!uctx || h->dead)
+		return;
+	if (rx)
+		WRITE_ONCE(uctx->status->rx_events,
+			   uctx->status->rx_events + 1);
+	if (uctx->evfd)
+		eventfd_signal(uctx->evfd, 1);
+	if (rx)
+		u4v_ctx_signal_cqs(uctx);
+}
+
+static u32 u4v_pack(u32 len, u32 sof, u32 eof, u32 flags)
+{
+	return (len & U4V_DESC_LEN_MASK) | (eof << U4V_DESC_EOF_SHIFT) |
+	       (sof << U4V_DESC_SOF_SHIFT) | (flags << U4V_DESC_FLAGS_SHIFT);
+}
+
+/*
+ * Validate shadow entries [h->tx_prod, tx_prod) and write their real
+ * descriptors. Each entry is read exactly once; nothing is posted unless
+ * every entry is valid. Under chan->lock.
+ */
+static int u4v_tx_commit(struct u4v_half *h, u32 tx_prod)
+{
+	u32 mask = h->depth - 1;
+	u32 n = tx_prod - h->tx_prod;
+	u32 i, pos;
+
+	if (n == 0)
+		return 0;
+	/* at most depth - 1 positions in flight (full ring rule) */
+	if (n > h->depth - 1 || tx_prod - h->tx_done > h->depth - 1)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		struct u4v_shadow_desc *s;
+		struct u4v_tx_meta m;
+
+		pos = (h->tx_prod + i) & mask;
+		s = &h->shadow[pos];
+		m.slot = READ_ONCE(s->slot);
+		m.len = READ_ONCE(s->len);
+		m.sof = READ_ONCE(s->sof);
+		m.eof = READ_ONCE(s->eof);
+		if (m.slot >= h->depth || m.len == 0 ||
+		    m.len > U4V_FRAME_SIZE || m.sof > U4V_DESC_PDF_MASK ||
+		    m.eof > U4V_DESC_PDF_MASK)
+			return -EINVAL;
+		h->tx_meta[pos] = m;
+	}
+	for (i = 0; i < n; i++) {
+		struct u4v_tx_meta *m;
+
+		pos = (h->tx_prod + i) & mask;
+		m = &h->tx_meta[pos];
+		h->tx_desc[pos].phys = h->buf[U4V_MAP_TX_POOL]->dma +
+				       (u64)m->slot * U4V_FRAME_SIZE;
+		h->tx_desc[pos].time = 0;
+		WRITE_ONCE(h->tx_desc[pos].len_flags,
+			   u4v_pack(m->len, m->sof, m->eof,
+				    U4V_DESC_POSTED | U4V_DESC_INTERRUPT));
+	}
+	h->tx_prod = tx_prod;
+	return 0;
+}
+
+/* Give RX positions [h->rx_rel, rx_cons) back. Under chan->lock. */
+static int u4v_rx_commit(struct u4v_half *h, u32 rx_cons)
+{
+	u32 mask = h->depth - 1;
+	u32 n = rx_cons - h->rx_rel;
+	u32 i, pos;
+
+	if (n > h->rx_done - h->rx_rel)
+		return -EINVAL; /* releasing frames not yet delivered */
+	for (i = 0; i < n; i++) {
+		/* the position depth - 1 ahead becomes postable */
+		pos = (h->rx_rel + i + h->depth - 1) & mask;
+		WRITE_ONCE(h->rx_desc[pos].len_flags,
+			   u4v_pack(0, 0, 0,
+				    U4V_DESC_POSTED | U4V_DESC_INTERRUPT));
+	}
+	h->rx_rel = rx_cons;
+	return 0;
+}
+
+int u4v_doorbell(struct u4v_ucontext *uctx, u32 remote, bool has_tx,
+		 u32 tx_prod, bool has_rx, u32 rx_cons)
+{
+	const struct u4v_cable_ops *ops = uctx->dev->cable->ops;
+	struct u4v_half *h, *peer;
+	struct u4v_chan *chan;
+	u32 delivered, completed;
+	int ret = 0;
+
+	if (remote >= U4V_MAX_CTX)
+		return -EINVAL;
+	/* Only this context's own channels are reachable from here. */
+	h = READ_ONCE(uctx->halves[remote]);
+	if (!h || !h->accepted)
+		return -ENOENT;
+	chan = h->chan;
+	peer = h->peer;
+
+	mutex_lock(&chan->lock);
+	if (h->dead) {
+		ret = -ENOLINK;
+		goto out;
+	}
+	if (has_rx) {
+		ret = u4v_rx_commit(h, rx_cons);
+		if (ret)
+			goto out;
+	}
+	if (has_tx) {
+		ret = u4v_tx_commit(h, tx_prod);
+		if (ret)
+			goto out;
+	}
+	if (chan->loopback || !ops->tx_kick) {
+		/* our TX into the peer's posted RX: an RX interrupt there */
+		if (has_tx) {
+			u4v_soft_pump(h, &delivered, &completed);
+			if (delivered)
+				u4v_half_wake(peer, true);
+		}
+		/* RX space freed: the peer's stalled TX moves now */
+		if (has_rx && !peer->dead) {
+			u4v_soft_pump(peer, &delivered, &completed);
+			if (delivered)
+				u4v_half_wake(h, true);
+			if (completed && peer != h)
+				u4v_half_wake(peer, false);
+		}
+	} else {
+		if (has_rx)
+			ops->rx_kick(h);
+		if (has_tx)
+			ops->tx_kick(h);
+	}
+out:
+	mutex_unlock(&chan->lock);
+	return ret;
+}

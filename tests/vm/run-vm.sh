@@ -1,0 +1,166 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Boot Debian's own kernel under QEMU (TCG), load usb4verbs.ko with
+# soft_cable=1 and run the verbs tools against it and against Soft-RoCE.
+# Pass/fail comes from markers on the serial console.
+#
+#   run-vm.sh --src DIR --build DIR --out DIR [--plan NAME] [--timeout SECS]
+#
+# Exit: 0 pass, 1 fail, 77 skip (no qemu / kernel image / headers / busybox).
+# Environment: U4V_VM_KVER picks the kernel (default: the newest one that
+# has both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build).
+set -u
+set -o pipefail
+
+SRC= BUILD= OUT= PLAN=full TMO=270 EXTRA=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--src) SRC=$2; shift 2 ;;
+	--build) BUILD=$2; shift 2 ;;
+	--out) OUT=$2; shift 2 ;;
+	--plan) PLAN=$2; shift 2 ;;
+	--timeout) TMO=$2; shift 2 ;;
+	--extra) EXTRA=$2; shift 2 ;; # a script run in the guest (plan "extra")
+	*) echo "unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+[ -n "$SRC" ] && [ -n "$BUILD" ] && [ -n "$OUT" ] || { echo "usage: $0 --src --build --out" >&2; exit 2; }
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+T0=$(date +%s)
+say() { echo "[vm +$(( $(date +%s) - T0 ))s] $*"; }
+
+QEMU=$(command -v qemu-system-x86_64) || skip "qemu-system-x86_64 not installed (apt: qemu-system-x86)"
+BUSYBOX=
+for b in /bin/busybox /usr/bin/busybox; do
+	if [ -x "$b" ] && ! ldd "$b" >/dev/null 2>&1; then BUSYBOX=$b; break; fi
+done
+[ -n "$BUSYBOX" ] || skip "no static busybox (apt: busybox-static)"
+
+KVER=${U4V_VM_KVER:-}
+if [ -z "$KVER" ]; then
+	for d in $(ls -d /lib/modules/*/ 2>/dev/null | sort -V -r); do
+		v=$(basename "$d")
+		if [ -e "/boot/vmlinuz-$v" ] && [ -e "/lib/modules/$v/build/Makefile" ]; then
+			KVER=$v; break
+		fi
+	done
+fi
+[ -n "$KVER" ] || skip "no kernel with both /boot/vmlinuz-<ver> and headers (apt: linux-image-amd64 linux-headers-amd64)"
+[ -r "/boot/vmlinuz-$KVER" ] || skip "/boot/vmlinuz-$KVER not readable"
+KDIR=/lib/modules/$KVER/build
+say "kernel $KVER, qemu $QEMU, busybox $BUSYBOX, plan $PLAN"
+
+rm -rf "$OUT"
+mkdir -p "$OUT/kmod" "$OUT/root"
+ROOT=$OUT/root
+
+# 1. The module, built out of tree in a copy (keeps the source tree clean).
+cp "$SRC"/kernel/*.c "$SRC"/kernel/*.h "$SRC"/kernel/Kbuild "$OUT/kmod/"
+mkdir -p "$OUT/kmod/include/uapi"
+cp "$SRC"/kernel/include/uapi/*.h "$OUT/kmod/include/uapi/"
+if ! make -C "$KDIR" M="$OUT/kmod" modules >"$OUT/kmod.log" 2>&1; then
+	cat "$OUT/kmod.log"; fail "module build"
+fi
+if grep -E 'warning:|error:' "$OUT/kmod.log"; then fail "module build has warnings"; fi
+KO=$OUT/kmod/usb4verbs.ko
+say "module built"
+
+# 2. Userspace: busybox, tools, their libraries, providers.
+mkdir -p "$ROOT"/{bin,sbin,etc,proc,sys,dev,tmp,run,lib,lib64,usr/bin,usr/lib,etc/libibverbs.d}
+cp "$BUSYBOX" "$ROOT/bin/busybox"
+LIBDIR=/usr/lib/x86_64-linux-gnu
+PROVDIR=$LIBDIR/libibverbs
+copy_bin() { # path -> /usr/bin in the image, plus its libraries
+	local f=$1 dst=${2:-/usr/bin}
+	[ -e "$f" ] || return 1
+	mkdir -p "$ROOT$dst"
+	cp -L "$f" "$ROOT$dst/"
+	copy_libs "$f"
+}
+copy_libs() {
+	local lib
+	for lib in $(ldd "$1" 2>/dev/null | grep -oE '/[^ ]+\.so[^ ]*'); do
+		[ -e "$ROOT$lib" ] && continue
+		mkdir -p "$ROOT$(dirname "$lib")"
+		cp -L "$lib" "$ROOT$lib"
+	done
+}
+TOOLS="ibv_devinfo ibv_devices ibv_rc_pingpong ibv_ud_pingpong ibv_srq_pingpong
+ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw rdma"
+for t in $TOOLS; do
+	p=$(command -v "$t") || { echo "note: $t not installed"; continue; }
+	copy_bin "$p"
+done
+[ -x "$BUILD/tests/vm/u4v_ktest" ] && copy_bin "$BUILD/tests/vm/u4v_ktest"
+mkdir -p "$ROOT$PROVDIR"
+if [ -e "$PROVDIR/librxe-rdmav34.so" ]; then
+	cp -L "$PROVDIR"/librxe-rdmav*.so "$ROOT$PROVDIR/"
+	copy_libs "$PROVDIR/librxe-rdmav34.so"
+	echo "driver rxe" >"$ROOT/etc/libibverbs.d/rxe.driver"
+fi
+PROV=$(ls "$BUILD"/providers/usb4verbs/libusb4verbs-rdmav*.so 2>/dev/null | head -1)
+if [ -n "$PROV" ]; then
+	cp -L "$PROV" "$ROOT$PROVDIR/"
+	copy_libs "$PROV"
+	echo "driver usb4verbs" >"$ROOT/etc/libibverbs.d/usb4verbs.driver"
+else
+	echo "note: provider not built: ibv tools will not see usb4v devices"
+fi
+echo "root:x:0:0:root:/root:/bin/sh" >"$ROOT/etc/passwd"
+echo "root:x:0:" >"$ROOT/etc/group"
+printf '127.0.0.1 localhost\n' >"$ROOT/etc/hosts"
+
+# 3. Kernel modules in dependency order.
+MODS=$OUT/modlist
+: >"$MODS"
+add_mod() {
+	local line f
+	modprobe -S "$KVER" --show-depends "$1" 2>/dev/null | while read -r line; do
+		f=$(echo "$line" | awk '/^insmod/ {print $2}')
+		[ -n "$f" ] || continue
+		grep -qxF "$f" "$MODS" || echo "$f" >>"$MODS"
+	done
+}
+for m in crc32_generic ib_uverbs rdma_rxe; do add_mod $m; done
+for m in $(modinfo -F depends "$KO" | tr ',' ' '); do add_mod "$m"; done
+mkdir -p "$ROOT/lib/modules"
+: >"$ROOT/lib/modules/order"
+while read -r f; do
+	cp "$f" "$ROOT/lib/modules/"
+	basename "$f" >>"$ROOT/lib/modules/order"
+done <"$MODS"
+cp "$KO" "$ROOT/lib/modules/usb4verbs.ko"
+say "image staged ($(wc -l <"$MODS") kernel modules)"
+
+# 4. /init: one marker per step; every step bounded.
+cp "$SRC/tests/vm/guest-init.sh" "$ROOT/init"
+chmod +x "$ROOT/init"
+echo "$PLAN" >"$ROOT/etc/u4v-plan"
+# guest-side budget: start no new tool pair after this many seconds of uptime
+echo $(( TMO > 80 ? TMO - 70 : 10 )) >"$ROOT/etc/u4v-budget"
+[ -n "$EXTRA" ] && cp "$EXTRA" "$ROOT/etc/u4v-extra.sh"
+
+(cd "$ROOT" && find . | cpio -o -H newc --quiet | gzip -1) >"$OUT/initrd.gz" || fail "cpio"
+say "initramfs $(du -h "$OUT/initrd.gz" | cut -f1)"
+
+# 5. Boot. Never leave qemu behind: timeout kills it, -no-reboot ends it.
+LOG=$OUT/serial.log
+timeout -k 5 "$TMO" "$QEMU" -accel tcg -smp 2 -m 2048 -nographic -no-reboot \
+	-kernel "/boot/vmlinuz-$KVER" -initrd "$OUT/initrd.gz" \
+	-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=4 rdinit=/init" \
+	-nic none -monitor none -serial "file:$LOG" </dev/null >"$OUT/qemu.out" 2>&1
+RC=$?
+say "qemu exited rc=$RC"
+[ $RC -eq 124 ] && echo "VM timed out after ${TMO}s"
+
+# 6. Verdict from the serial log.
+grep -E '^(U4V-|KTEST|PERF)' "$LOG" | sed 's/\r$//' >"$OUT/markers.txt"
+cat "$OUT/markers.txt"
+"$SRC/tests/vm/report.sh" "$LOG" | tee "$OUT/report.txt"
+grep -q '^U4V-DONE' "$LOG" || { tail -40 "$LOG"; fail "VM did not finish"; }
+if grep -q '^U4V-STEP .* FAIL' "$LOG"; then fail "steps failed (log: $LOG)"; fi
+say "all steps passed"
+exit 0

@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * u4v_ktest: exercises usb4verbs.ko (soft_cable=1) through the nhi link
+ * backend, without libibverbs: contexts, channels on the cable and on
+ * loopback, frame integrity, the doorbell's validation (bogus doorbells
+ * must be refused and harm nothing), mapping protections, raw link speed.
+ *
+ * Prints "KTEST <name> PASS|FAIL ..." per check; exit status 0 when all
+ * passed. Usage: u4v_ktest [seconds-of-throughput]
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "link/nhi_int.h"
+
+static int failures;
+
+static void report(const char *name, int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("KTEST %s %s", name, ok ? "PASS" : "FAIL");
+	if (fmt) {
+		putchar(' ');
+		va_start(ap, fmt);
+		vprintf(fmt, ap);
+		va_end(ap);
+	}
+	putchar('\n');
+	fflush(stdout);
+	if (!ok)
+		failures++;
+}
+
+/* /dev/infiniband/uverbsN of the ib device called ibdev. */
+static int open_ibdev(const char *ibdev)
+{
+	char path[512], name[64];
+	struct dirent *de;
+	DIR *d = opendir("/sys/class/infiniband_verbs");
+	int fd = -1;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		FILE *f;
+
+		if (strncmp(de->d_name, "uverbs", 6))
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/infiniband_verbs/%s/ibdev",
+			 de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f)) {
+			name[strcspn(name, "\n")] = 0;
+			if (!strcmp(name, ibdev)) {
+				snprintf(path, sizeof(path), "/dev/infiniband/%s",
+					 de->d_name);
+				fd = open(path, O_RDWR | O_CLOEXEC);
+			}
+		}
+		fclose(f);
+		if (fd >= 0)
+			break;
+	}
+	closedir(d);
+	return fd;
+}
+
+static struct u4l_dev *open_ctx(const char *ibdev)
+{
+	struct u4l_dev *dev;
+	int fd = open_ibdev(ibdev);
+	int ret;
+
+	if (fd < 0) {
+		fprintf(stderr, "cannot open %s: %m\n", ibdev);
+		return NULL;
+	}
+	ret = u4l_nhi_open(fd, U4L_NHI_OWN_FD, NULL, &dev);
+	if (ret) {
+		fprintf(stderr, "u4l_nhi_open(%s): %s\n", ibdev, strerror(-ret));
+		close(fd);
+		return NULL;
+	}
+	return dev;
+}
+
+static void fill(uint8_t *p, uint32_t len, uint32_t seq)
+{
+	for (uint32_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(seq * 7 + i);
+	if (len >= 4)
+		memcpy(p, &seq, 4);
+}
+
+static int check(const uint8_t *p, uint32_t len, uint32_t seq)
+{
+	uint32_t got;
+
+	if (len >= 4) {
+		memcpy(&got, p, 4);
+		if (got != seq)
+			return 0;
+	}
+	for (uint32_t i = 4; i < len; i++)
+		if (p[i] != (uint8_t)(seq * 7 + i))
+			return 0;
+	return 1;
+}
+
+static uint32_t frame_len(uint32_t seq)
+{
+	static const uint32_t lens[] = { 4096, 1, 4, 64, 4095, 1500, 4096, 2048 };
+
+	return lens[seq % 8];
+}
+
+/*
+ * Move n frames from tx (channel tc) to rx (channel rc), checking each.
+ * Returns the number of frames received intact.
+ */
+static uint32_t transfer(struct u4l_dev *tx, struct u4l_chan *tc,
+			 struct u4l_dev *rx, struct u4l_chan *rc, uint32_t n)
+{
+	const struct u4l_ops *to = tx->ops, *ro = rx->ops;
+	uint32_t sent = 0, got = 0, idle = 0;
+
+	while (got < n && idle < 100000) {
+		uint32_t batch = 0;
+		struct u4l_rx_frame f;
+		void *slot;
+
+		while (sent < n && batch < 32 && (slot = to->tx_slot(tc))) {
+			uint32_t len = frame_len(sent);
+
+			fill(slot, len, sent);
+			to->tx_post(tc, len, U4L_PDF_DATA);
+			sent++;
+			batch++;
+		}
+		if (batch)
+			to->tx_doorbell(tc);
+		to->tx_space(tc);
+		batch = 0;
+		while (ro->rx_peek(rc, &f) == 1) {
+			if (f.len != frame_len(got) || !check(f.buf, f.len, got))
+				return got;
+			ro->rx_release(rc);
+			got++;
+			batch++;
+		}
+		idle = batch ? 0 : idle + 1;
+	}
+	return got;
+}
+
+static void test_bogus(struct u4l_dev *a, struct u4l_chan *ac,
+		       struct u4l_dev *b, struct u4l_chan *bc,
+		       struct u4l_dev *d)
+{
+	struct nhi_chan *c = (struct nhi_chan *)ac;
+	struct u4l_rx_frame f;
+	uint32_t pos = c->tx_prod & c->mask;
+	struct u4v_shadow_desc good = { .slot = (uint16_t)pos, .len = 64,
+					.sof = 1, .eof = 1 };
+	int r, all = 1;
+
+	/* slot out of range */
+	c->shadow[pos] = good;
+	c->shadow[pos].slot = (uint16_t)c->depth;
+	r = u4l_nhi_raw_doorbell(a, c->remote, true, c->tx_prod + 1, false, 0);
+	report("bogus_slot_out_of_range", r == -EINVAL, "ret=%d", r);
+	all &= r == -EINVAL;
+
+	/* length > 4096, and 0 */
+	c->shadow[pos] = good;
+	c->shadow[pos].len = 4097;
+	r = u4l_nhi_raw_doorbell(a, c->remote, true, c->tx_prod + 1, false, 0);
+	report("bogus_len_4097", r == -EINVAL, "ret=%d", r);
+	all &= r == -EINVAL;
+	c->shadow[pos].len = 0;
+	r = u4l_nhi_raw_doorbell(a, c->remote, true, c->tx_prod + 1, false, 0);
+	report("bogus_len_0", r == -EINVAL, "ret=%d", r);
+	all &= r == -EINVAL;
+
+	/* one bad entry in a batch of good ones posts nothing */
+	for (uint32_t i = 0; i < 8; i++) {
+		c->shadow[(c->tx_prod + i) & c->mask] = good;
+		c->shadow[(c->tx_prod + i) & c->mask].slot =
+			(uint16_t)((c->tx_prod + i) & c->mask);
+	}
+	c->shadow[(c->tx_prod + 5) & c->mask].len = 60000;
+	r = u4l_nhi_raw_doorbell(a, c->remote, true, c->tx_prod + 8, false, 0);
+	report("bogus_batch_all_or_nothing", r == -EINVAL, "ret=%d", r);
+	all &= r == -EINVAL;
+
+	/* more positions than the ring holds */
+	r = u4l_nhi_raw_doorbell(a, c->remote, true, c->tx_prod + c->depth,
+				 false, 0);
+	report("bogus_overfill", r == -EINVAL, "ret=%d", r);
+	all &= r == -EINVAL;
+
+	/* releasing RX positions nothing was delivered to */
+	r = u4l_nhi_raw_doorbell(b, ((struct nhi_chan *)bc)->remote, false, 0,
+				 true, ((struct nhi_chan *)bc)->rx_cons + 5);
+	report("bogus_rx_release", r == -EINVAL, "ret=%d", r);
+	all &= r == -EINVAL;
+
+	/* a channel of another context: d has none to a */
+	r = u4l_nhi_raw_doorbell(d, a->ops->ctx_id(a), true, 1, false, 0);
+	report("bogus_other_context", r == -ENOENT, "ret=%d", r);
+	all &= r == -ENOENT;
+	r = u4l_nhi_raw_doorbell(a, 1000, true, 1, false, 0);
+	report("bogus_remote_range", r == -EINVAL, "ret=%d", r);
+	all &= r == -EINVAL;
+
+	/* nothing arrived, and the channel still works */
+	r = b->ops->rx_peek(bc, &f);
+	report("bogus_nothing_delivered", r == 0, "peek=%d", r);
+	all &= r == 0;
+	r = (int)transfer(a, ac, b, bc, 600);
+	report("bogus_channel_still_works", r == 600, "frames=%d", r);
+	all &= r == 600;
+	report("bogus_doorbell", all, NULL);
+}
+
+static void test_protections(struct u4l_chan *ac)
+{
+	struct nhi_chan *c = (struct nhi_chan *)ac;
+	int r1 = mprotect(c->txd, c->len[U4V_MAP_TX_DESC], PROT_READ | PROT_WRITE);
+	int r2 = mprotect((void *)c->rx_pool, c->len[U4V_MAP_RX_POOL],
+			  PROT_READ | PROT_WRITE);
+	void *p = mmap(NULL, c->len[U4V_MAP_RX_DESC], PROT_READ | PROT_WRITE,
+		       MAP_SHARED, c->dev->cmd_fd, (off_t)1 << 40);
+
+	report("ro_desc_ring", r1 != 0, "mprotect=%d", r1);
+	report("ro_rx_pool", r2 != 0, "mprotect=%d", r2);
+	report("no_bogus_offset", p == MAP_FAILED, NULL);
+	if (p != MAP_FAILED)
+		munmap(p, c->len[U4V_MAP_RX_DESC]);
+}
+
+static void test_speed(struct u4l_dev *a, struct u4l_chan *ac,
+		       struct u4l_dev *b, struct u4l_chan *bc, double secs)
+{
+	uint64_t t0 = u4l_now_ns(), end = t0 + (uint64_t)(secs * 1e9), bytes = 0;
+	uint64_t frames = 0;
+	struct u4l_rx_frame f;
+
+	while (u4l_now_ns() < end) {
+		uint32_t n = 0;
+		void *slot;
+
+		while (n < 64 && (slot = a->ops->tx_slot(ac))) {
+			a->ops->tx_post(ac, 4096, U4L_PDF_DATA);
+			n++;
+		}
+		if (n)
+			a->ops->tx_doorbell(ac);
+		while (b->ops->rx_peek(bc, &f) == 1) {
+			bytes += f.len;
+			frames++;
+			b->ops->rx_release(bc);
+		}
+	}
+	double el = (double)(u4l_now_ns() - t0) / 1e9;
+	report("raw_link_speed", frames > 0, "MB/s=%.1f frames/s=%.0f",
+	       (double)bytes / el / 1e6, (double)frames / el);
+}
+
+/*
+ * Hold the device open with a live channel until the module goes away
+ * (rmmod with users: disassociate). Exit 0 once the removal is seen.
+ */
+static int hold(void)
+{
+	struct u4l_dev *a = open_ctx("usb4v0"), *b = open_ctx("usb4v1");
+	struct u4l_chan *ab;
+	uint32_t bid;
+
+	if (!a || !b || a->ops->chan_get(a, bid = b->ops->ctx_id(b), &ab)) {
+		printf("KTEST hold setup FAIL\n");
+		return 1;
+	}
+	printf("KTEST holding ctx %u and %u\n", a->ops->ctx_id(a), bid);
+	fflush(stdout);
+	for (int i = 0; i < 1000; i++) {
+		struct nhi_chan *c = (struct nhi_chan *)ab;
+		int r = u4l_nhi_raw_doorbell(a, bid, false, 0, true, c->rx_cons);
+
+		if (r || !a->ops->ctx_alive(a, bid)) {
+			printf("KTEST hold_saw_removal PASS doorbell=%d\n", r);
+			a->ops->close(a);
+			b->ops->close(b);
+			return 0;
+		}
+		usleep(50000);
+	}
+	printf("KTEST hold_saw_removal FAIL\n");
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 2.0;
+	struct u4l_dev *a, *b, *c, *d;
+	struct u4l_chan *ab, *ba, *ac, *ca, *self;
+	uint32_t n;
+	int r;
+
+	if (argc > 1 && !strcmp(argv[1], "hold"))
+		return hold();
+	a = open_ctx("usb4v0");
+	b = open_ctx("usb4v1");
+	c = open_ctx("usb4v0");
+	d = open_ctx("usb4v1");
+	report("open_contexts", a && b && c && d, NULL);
+	if (!a || !b || !c || !d)
+		return 1;
+	printf("KTEST info ctx a=%u/%u b=%u/%u c=%u/%u d=%u/%u\n",
+	       a->ops->ctx_id(a), a->end, b->ops->ctx_id(b), b->end,
+	       c->ops->ctx_id(c), c->end, d->ops->ctx_id(d), d->end);
+	report("ends", a->end == 0 && b->end == 1, NULL);
+	report("alive", a->ops->ctx_alive(a, b->ops->ctx_id(b)) &&
+				b->ops->ctx_alive(b, a->ops->ctx_id(a)) &&
+				!a->ops->ctx_alive(a, 63),
+	       NULL);
+
+	r = a->ops->chan_get(a, b->ops->ctx_id(b), &ab);
+	report("chan_get_cable", r == 0, "ret=%d", r);
+	if (r)
+		return 1;
+	ba = b->ops->chan_accept(b);
+	report("chan_accept", ba && b->ops->chan_remote(ba) == a->ops->ctx_id(a),
+	       NULL);
+	if (!ba)
+		return 1;
+	report("chan_accept_once", b->ops->chan_accept(b) == NULL, NULL);
+
+	n = transfer(a, ab, b, ba, 2000);
+	report("frames_a_to_b", n == 2000, "frames=%u", n);
+	n = transfer(b, ba, a, ab, 2000);
+	report("frames_b_to_a", n == 2000, "frames=%u", n);
+
+	r = a->ops->chan_get(a, c->ops->ctx_id(c), &ac);
+	ca = c->ops->chan_accept(c);
+	report("chan_loopback", r == 0 && ca &&
+				       (((struct nhi_chan *)ac)->flags &
+					U4V_CHAN_LOOPBACK),
+	       "ret=%d", r);
+	if (!r && ca) {
+		n = transfer(a, ac, c, ca, 1000);
+		report("frames_loopback", n == 1000, "frames=%u", n);
+	}
+	r = a->ops->chan_get(a, a->ops->ctx_id(a), &self);
+	if (!r) {
+		n = transfer(a, self, a, self, 500);
+		report("frames_self", n == 500, "frames=%u", n);
+	} else {
+		report("frames_self", 0, "ret=%d", r);
+	}
+	r = a->ops->chan_get(a, 62, &self);
+	report("chan_get_dead_ctx", r == -EHOSTUNREACH, "ret=%d", r);
+
+	test_bogus(a, ab, b, ba, d);
+	test_protections(ab);
+	test_speed(a, ab, b, ba, secs);
+
+	/* a context leaving is seen by its peer */
+	uint32_t cid = c->ops->ctx_id(c);
+	c->ops->close(c);
+	report("ctx_leave_seen", !a->ops->ctx_alive(a, cid), NULL);
+
+	b->ops->close(b);
+	d->ops->close(d);
+	a->ops->close(a);
+	printf("KTEST result %s failures=%d\n", failures ? "FAIL" : "PASS",
+	       failures);
+	return failures ? 1 : 0;
+}
