@@ -81,6 +81,8 @@ struct u4v_ctx {
 	atomic_bool stop;
 	_Atomic uint64_t app_poll_ns; /* last time an application polled */
 	atomic_uint rx_holds;	      /* channels waiting for a receive WQE */
+	atomic_uint nap_seq;	      /* futex: ends the thread's nap */
+	atomic_int napping;
 	uint64_t next_timer_ns;	      /* earliest QP timer deadline */
 };
 
@@ -279,7 +281,7 @@ static inline struct u4v_swqe *u4v_sq_at(struct u4v_qp *qp, uint32_t idx)
 uint64_t u4v_now(void);
 void u4v_mutex_init(pthread_mutex_t *m);
 struct u4v_peer *u4v_peer_get(struct u4v_ctx *ctx, uint32_t remote_ctx,
-			      int *err);
+			      bool refresh, int *err);
 void u4v_peer_schedule(struct u4v_peer *peer, struct u4v_qp *qp);
 void u4v_async_event(struct u4v_ctx *ctx, uint64_t element,
 		     enum ibv_event_type type);

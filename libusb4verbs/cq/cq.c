@@ -137,6 +137,7 @@ int u4v_req_notify_cq(struct u4v_cq *cq, int solicited_only)
 	pthread_spin_lock(&cq->lock);
 	cq->armed = solicited_only ? 2 : 1;
 	pthread_spin_unlock(&cq->lock);
+	u4v_progress_app_blocks(cq->ctx);
 	return 0;
 }
 

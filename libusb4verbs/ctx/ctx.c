@@ -161,8 +161,13 @@ int u4v_query_port(struct u4v_ctx *ctx, uint8_t port, struct ibv_port_attr *p)
 	return 0;
 }
 
+/*
+ * The channel to remote_ctx. With refresh (QP connect), ask the link again:
+ * the remote context may be a new process that reused the id of one that
+ * left, and the old channel then carries nothing any more.
+ */
 struct u4v_peer *u4v_peer_get(struct u4v_ctx *ctx, uint32_t remote_ctx,
-			      int *err)
+			      bool refresh, int *err)
 {
 	struct u4v_peer *peer;
 	struct u4l_chan *chan;
@@ -173,17 +178,19 @@ struct u4v_peer *u4v_peer_get(struct u4v_ctx *ctx, uint32_t remote_ctx,
 		return NULL;
 	}
 	peer = &ctx->peers[remote_ctx];
-	if (__atomic_load_n(&peer->chan, __ATOMIC_ACQUIRE))
+	if (!refresh && __atomic_load_n(&peer->chan, __ATOMIC_ACQUIRE))
 		return peer;
 	pthread_mutex_lock(&ctx->obj_lock);
-	if (!peer->chan) {
-		ret = ctx->ops->chan_get(ctx->link, remote_ctx, &chan);
-		if (ret) {
-			pthread_mutex_unlock(&ctx->obj_lock);
-			*err = -ret;
-			return NULL;
-		}
+	ret = ctx->ops->chan_get(ctx->link, remote_ctx, &chan);
+	if (ret) {
+		pthread_mutex_unlock(&ctx->obj_lock);
+		*err = -ret;
+		return NULL;
+	}
+	if (chan != peer->chan) {
+		pthread_spin_lock(&peer->tx_lock);
 		__atomic_store_n(&peer->chan, chan, __ATOMIC_RELEASE);
+		pthread_spin_unlock(&peer->tx_lock);
 	}
 	pthread_mutex_unlock(&ctx->obj_lock);
 	return peer;

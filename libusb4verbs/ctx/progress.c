@@ -10,6 +10,9 @@
  * frames nor makes senders pay for wake-ups.
  */
 #include <errno.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sys/prctl.h>
 #include <time.h>
 
@@ -100,13 +103,14 @@ static bool rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
 
 static unsigned int rx_channel(struct u4v_ctx *ctx, struct u4v_peer *peer)
 {
+	struct u4l_chan *chan = __atomic_load_n(&peer->chan, __ATOMIC_ACQUIRE);
 	struct rx_batch batch;
 	struct u4l_rx_frame f;
 	unsigned int n = 0;
 	uint32_t i;
 
 	batch.ntouched = 0;
-	while (n < U4V_RX_BUDGET && ctx->ops->rx_peek(peer->chan, &f) == 1) {
+	while (n < U4V_RX_BUDGET && ctx->ops->rx_peek(chan, &f) == 1) {
 		bool may_hold = !peer->hold_since ||
 				u4v_now() - peer->hold_since < U4V_RQ_GRACE_NS;
 
@@ -125,7 +129,7 @@ static unsigned int rx_channel(struct u4v_ctx *ctx, struct u4v_peer *peer)
 			peer->hold_since = 0;
 			atomic_fetch_sub(&ctx->rx_holds, 1);
 		}
-		ctx->ops->rx_release(peer->chan);
+		ctx->ops->rx_release(chan);
 		n++;
 	}
 	/* one ACK per QP per batch: coalescing */
@@ -204,7 +208,8 @@ static unsigned int progress_locked(struct u4v_ctx *ctx)
 	while ((chan = ctx->ops->chan_accept(ctx->link))) {
 		uint32_t remote = ctx->ops->chan_remote(chan);
 
-		if (remote < U4L_MAX_CTX && !ctx->peers[remote].chan)
+		/* a new channel also replaces one whose peer has left */
+		if (remote < U4L_MAX_CTX)
 			__atomic_store_n(&ctx->peers[remote].chan, chan,
 					 __ATOMIC_RELEASE);
 	}
@@ -234,12 +239,29 @@ void u4v_ctx_progress(struct u4v_ctx *ctx)
 	pthread_mutex_unlock(&ctx->progress_lock);
 }
 
-static void nap(uint64_t ns)
+/* Sleep while the application polls; u4v_progress_app_blocks() ends it. */
+static void nap(struct u4v_ctx *ctx, uint64_t ns)
 {
 	struct timespec ts = { (time_t)(ns / 1000000000ull),
 			       (long)(ns % 1000000000ull) };
+	uint32_t seq = atomic_load(&ctx->nap_seq);
 
-	nanosleep(&ts, NULL);
+	atomic_store(&ctx->napping, 1);
+	if (atomic_load(&ctx->app_poll_ns))
+		syscall(SYS_futex, &ctx->nap_seq, FUTEX_WAIT_PRIVATE, seq, &ts,
+			NULL, 0);
+	atomic_store(&ctx->napping, 0);
+}
+
+void u4v_progress_app_blocks(struct u4v_ctx *ctx)
+{
+	/* the application is about to sleep on an event: take over now */
+	atomic_store(&ctx->app_poll_ns, 0);
+	if (atomic_load(&ctx->napping)) {
+		atomic_fetch_add(&ctx->nap_seq, 1);
+		syscall(SYS_futex, &ctx->nap_seq, FUTEX_WAKE_PRIVATE, 1, NULL,
+			NULL, 0);
+	}
 }
 
 static void *progress_thread(void *arg)
@@ -257,7 +279,7 @@ static void *progress_thread(void *arg)
 
 		/* app may be a little newer than now: compare without wrap */
 		if (app + APP_POLL_RECENT_NS > now) {
-			nap(THREAD_NAP_NS);
+			nap(ctx, THREAD_NAP_NS);
 			continue;
 		}
 		if (!pthread_mutex_trylock(&ctx->progress_lock)) {

@@ -170,7 +170,7 @@ static int find_chan_locked(struct sim_seg *s, uint32_t x, uint32_t y)
 	for (uint32_t i = 0; i < s->nslots; i++) {
 		struct sim_chan_ent *e = &s->chans[i];
 		if (!(__atomic_load_n(&e->gs, __ATOMIC_RELAXED) &
-		      SIM_CHAN_ACTIVE))
+		      SIM_CHAN_ACTIVE) || e->orphan)
 			continue;
 		if ((e->ctx[0] == x && e->ctx[1] == y) ||
 		    (e->ctx[0] == y && e->ctx[1] == x))
@@ -219,6 +219,7 @@ static int chan_create_locked(struct sim_dev *dev, uint32_t remote)
 	e->end[0] = (uint8_t)dev->base.end;
 	e->end[1] = (uint8_t)(s->ctx[remote].end & 1);
 	e->loop = loop;
+	e->orphan = 0;
 	__atomic_store_n(&e->accept_pending, remote != me, __ATOMIC_RELAXED);
 	uint32_t gs = __atomic_load_n(&e->gs, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->gs, ((gs | SIM_CHAN_ACTIVE) + 2) | SIM_CHAN_ACTIVE,
@@ -247,7 +248,7 @@ static int sim_chan_get(struct u4l_dev *d, uint32_t remote,
 		return -EHOSTUNREACH;
 	pthread_mutex_lock(&dev->lock);
 	h = dev->handles[remote];
-	if (h && !sim_chan_dead(h)) {
+	if (h && !sim_chan_tx_dead(h)) {
 		*out = (struct u4l_chan *)h;
 		pthread_mutex_unlock(&dev->lock);
 		return 0;

@@ -119,7 +119,13 @@ struct sim_chan_ent {
 	uint8_t end[2];
 	uint8_t
 	    loop; /* both on one end: no wire model, no faults, no counters */
-	uint8_t pad[3];
+	/*
+	 * One side has left; the other may still drain the frames already in
+	 * its RX ring (as from real DMA'd memory). Sends go nowhere. Freed
+	 * when the survivor leaves too.
+	 */
+	uint8_t orphan;
+	uint8_t pad[2];
 };
 
 #define SIM_NSLOTS_MAX (SIM_MAX_CHANNELS + SIM_LOOP_CHANNELS)
@@ -267,6 +273,8 @@ void sim_ring_layout(struct sim_seg *s, uint32_t idx, uint32_t d,
 		     struct sim_ring *r);
 void sim_chan_init_rings(struct sim_seg *s, uint32_t idx);
 bool sim_chan_dead(struct sim_chan_h *h);
+/* Dead, or the peer has left: nothing can be sent on it. */
+bool sim_chan_tx_dead(struct sim_chan_h *h);
 /* For wait(): ready now (true), else *next = earliest future event (ns). */
 bool sim_chan_ready(struct sim_chan_h *h, uint64_t now, uint64_t *next);
 void sim_wake_ctx(struct sim_seg *s, uint32_t ctx);

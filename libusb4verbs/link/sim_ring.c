@@ -76,6 +76,12 @@ bool sim_chan_dead(struct sim_chan_h *h)
 	return true;
 }
 
+bool sim_chan_tx_dead(struct sim_chan_h *h)
+{
+	return sim_chan_dead(h) ||
+	       __atomic_load_n(&h->ent->orphan, __ATOMIC_ACQUIRE);
+}
+
 /*
  * Wake context ctx if one of its threads sleeps in wait(). The caller has
  * published what the sleeper looks for (frames, kick, accept) before this.
@@ -428,7 +434,7 @@ void *sim_tx_slot(struct u4l_chan *chan)
 {
 	struct sim_chan_h *h = (struct sim_chan_h *)chan;
 
-	if (sim_chan_dead(h))
+	if (sim_chan_tx_dead(h))
 		return h->scratch;
 	if (h->tx_prod - h->tx_reap >= h->depth) {
 		tx_reap(h);
@@ -448,7 +454,7 @@ void sim_tx_post(struct u4l_chan *chan, uint32_t len, enum u4l_pdf pdf)
 	struct sim_chan_h *h = (struct sim_chan_h *)chan;
 	struct sim_ring *r = &h->ring[h->txd];
 
-	if (sim_chan_dead(h) || h->tx_prod - h->tx_reap >= h->depth)
+	if (sim_chan_tx_dead(h) || h->tx_prod - h->tx_reap >= h->depth)
 		return;
 	uint32_t i = h->tx_prod & h->mask;
 	bool ok = len >= 1 && len <= U4L_FRAME_MAX;
@@ -466,7 +472,7 @@ void sim_tx_doorbell(struct u4l_chan *chan)
 	struct sim_chan_h *h = (struct sim_chan_h *)chan;
 	struct sim_dir_ctl *ctl = h->ring[h->txd].ctl;
 
-	if (sim_chan_dead(h))
+	if (sim_chan_tx_dead(h))
 		return;
 	__atomic_store_n(&ctl->tx_prod, h->tx_prod, __ATOMIC_RELEASE);
 	engine_run(h, h->txd, &h->tx_snap, true);
@@ -476,7 +482,7 @@ uint32_t sim_tx_space(struct u4l_chan *chan)
 {
 	struct sim_chan_h *h = (struct sim_chan_h *)chan;
 
-	if (sim_chan_dead(h))
+	if (sim_chan_tx_dead(h))
 		return h->depth;
 	tx_reap(h);
 	if (h->tx_prod != h->tx_reap && tx_backlog(h)) {

@@ -411,7 +411,9 @@ void sim_chan_free_locked(int fd, struct sim_seg *s, uint32_t idx)
 		return;
 	/* New generation, inactive: every handle on it turns dead. */
 	__atomic_store_n(&e->gs, (gs & ~SIM_CHAN_ACTIVE) + 2, __ATOMIC_RELEASE);
-	if (e->loop) {
+	if (e->orphan) {
+		/* its budget was given back when it was orphaned */
+	} else if (e->loop) {
 		if (s->loop_used)
 			s->loop_used--;
 	} else if (s->cross_used) {
@@ -436,8 +438,27 @@ void sim_ctx_chans_free_locked(int fd, struct sim_seg *s, uint32_t ctx)
 		if (!(__atomic_load_n(&e->gs, __ATOMIC_RELAXED) &
 		      SIM_CHAN_ACTIVE))
 			continue;
-		if (e->ctx[0] == ctx || e->ctx[1] == ctx)
-			sim_chan_free_locked(fd, s, i);
+		if (e->ctx[0] != ctx && e->ctx[1] != ctx)
+			continue;
+		uint32_t other = e->ctx[0] == ctx ? e->ctx[1] : e->ctx[0];
+		if (other != ctx && !e->orphan &&
+		    __atomic_load_n(&s->ctx[other].state, __ATOMIC_RELAXED) ==
+			SIM_CTX_ALIVE) {
+			/* the survivor may still read what reached it */
+			__atomic_store_n(&e->accept_pending, 0,
+					 __ATOMIC_RELAXED);
+			__atomic_store_n(&e->orphan, 1, __ATOMIC_RELEASE);
+			/* the tunnel is gone: its budget can serve others */
+			if (e->loop) {
+				if (s->loop_used)
+					s->loop_used--;
+			} else if (s->cross_used) {
+				s->cross_used--;
+			}
+			sim_wake_ctx(s, other);
+			continue;
+		}
+		sim_chan_free_locked(fd, s, i);
 	}
 }
 

@@ -322,7 +322,7 @@ int u4v_modify_qp(struct u4v_qp *qp, struct ibv_qp_attr *attr, int mask)
 		int err = 0;
 
 		peer = u4v_peer_get(qp->ctx, u4v_qpn_ctx(attr->dest_qp_num),
-				    &err);
+				    true, &err);
 		if (!peer) {
 			ret = err;
 			goto out;

@@ -1034,6 +1034,45 @@ static void test_memory_released(void **state)
 	}
 }
 
+
+/*
+ * A sender that closes right after its last doorbell (a UC pingpong's last
+ * reply) must not take the frames already delivered with it.
+ */
+static void test_peer_close_keeps_delivered(void **state)
+{
+	(void)state;
+	const char *n = make_cable("orphan", NULL, NULL);
+	struct u4l_dev *a, *b;
+	struct u4l_chan *ca, *cb, *c2;
+	struct u4l_rx_frame f;
+
+	pair(n, &a, &b, &ca, &cb);
+	for (uint32_t i = 0; i < 8; i++)
+		assert_true(send1(a, ca, i, U4L_PDF_DATA, true));
+	a->ops->close(a);
+	for (uint32_t i = 0; i < 8; i++) {
+		uint64_t end = u4l_now_ns() + 1000000000ull;
+		int r;
+
+		while ((r = b->ops->rx_peek(cb, &f)) == 0 &&
+		       u4l_now_ns() < end)
+			;
+		assert_int_equal(r, 1);
+		assert_int_equal(check_frame(&f), (int)i);
+		b->ops->rx_release(cb);
+	}
+	/* nothing more, and sends go nowhere without harm */
+	assert_int_equal(b->ops->rx_peek(cb, &f), 0);
+	assert_true(send1(b, cb, 9, U4L_PDF_DATA, true));
+	/* a new context on that end gets a fresh channel, not the orphan */
+	a = open_end(n, 0);
+	assert_int_equal(a->ops->chan_get(a, b->ops->ctx_id(b), &c2), 0);
+	assert_true(send1(a, c2, 3, U4L_PDF_DATA, true));
+	a->ops->close(a);
+	b->ops->close(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1054,6 +1093,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_dead_pid_reclaim, cleanup),
 	    cmocka_unit_test_teardown(test_dead_pid_channel_budget, cleanup),
 	    cmocka_unit_test_teardown(test_two_process, cleanup),
+	    cmocka_unit_test_teardown(test_peer_close_keeps_delivered, cleanup),
 	    cmocka_unit_test_teardown(test_two_process_backpressure, cleanup),
 	    cmocka_unit_test_teardown(test_wait, cleanup),
 	    cmocka_unit_test_teardown(test_bad_segment, cleanup),
