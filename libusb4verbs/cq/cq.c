@@ -119,7 +119,9 @@ int u4v_poll_cq(struct u4v_cq *cq, int n, struct ibv_wc *wc)
 
 	if (n < 0)
 		return -EINVAL;
-	u4v_progress_app_poll(cq->ctx);
+	/* an armed CQ means the application will sleep on its event */
+	if (!__atomic_load_n(&cq->armed, __ATOMIC_RELAXED))
+		u4v_progress_app_poll(cq->ctx);
 	if (!__atomic_load_n(&cq->count, __ATOMIC_RELAXED))
 		u4v_ctx_progress(cq->ctx);
 	pthread_spin_lock(&cq->lock);
