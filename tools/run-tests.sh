@@ -21,7 +21,7 @@ status=0
 cmake -S . -B "$out/asan" -DCMAKE_BUILD_TYPE=Debug -DU4V_SANITIZE=ON \
 	-DU4V_WERROR=ON >/dev/null
 cmake --build "$out/asan" -j"$jobs"
-cmake -S . -B "$out/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B "$out/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DU4V_VM_TESTS=ON \
 	-DU4V_WERROR=ON >/dev/null
 cmake --build "$out/release" -j"$jobs"
 
