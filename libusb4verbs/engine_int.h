@@ -215,6 +215,7 @@ struct u4v_qp {
 	uint32_t rd_pending;  /* READ / atomic WQEs in flight */
 	uint32_t retries_left, rnr_left;
 	uint64_t retry_deadline; /* retransmit when passed */
+	uint64_t probe_deadline; /* resend the oldest frame when passed */
 	uint64_t rnr_deadline;	 /* hold sending until passed */
 	int dup_acks;
 	uint32_t resend_psn;  /* fast-recovery frame, or resend_none */
@@ -325,6 +326,8 @@ void u4v_qp_flush(struct u4v_qp *qp);
 /* qp/req.c: requester */
 void u4v_req_push(struct u4v_qp *qp); /* send what the window allows */
 void u4v_req_timer(struct u4v_qp *qp, uint64_t now);
+/* (Re)start the retransmit timer and the loss probe. */
+void u4v_req_arm_timer(struct u4v_qp *qp, uint64_t now);
 void u4v_req_complete_ready(struct u4v_qp *qp);
 struct u4v_swqe *u4v_req_find(struct u4v_qp *qp, uint32_t psn);
 bool u4v_req_resend(struct u4v_qp *qp, uint32_t psn); /* holds tx_lock */

@@ -190,6 +190,8 @@ static void run_timers(struct u4v_ctx *ctx, uint64_t now)
 		u4v_req_timer(qp, now);
 		if (qp->retry_deadline && qp->retry_deadline < next)
 			next = qp->retry_deadline;
+		if (qp->probe_deadline && qp->probe_deadline < next)
+			next = qp->probe_deadline;
 		if (qp->rnr_deadline && qp->rnr_deadline < next)
 			next = qp->rnr_deadline;
 		pthread_mutex_unlock(&qp->lock);

@@ -46,7 +46,7 @@ static void ack_to(struct u4v_qp *qp, uint32_t psn)
 	qp->retries_left = qp->retry_cnt;
 	qp->rnr_left = qp->rnr_retry;
 	qp->dup_acks = 0;
-	qp->retry_deadline = u4v_now() + u4v_ack_timeout_ns(qp->timeout);
+	u4v_req_arm_timer(qp, u4v_now());
 	for (n = 0; n < qp->sq_count; n++, i++) {
 		struct u4v_swqe *w = u4v_sq_at(qp, i);
 		uint32_t last = psn_add(w->first_psn, w->npsn - 1);
@@ -109,7 +109,7 @@ static void on_aeth(struct u4v_qp *qp, const struct u4w_hdr *h)
 			qp->rnr_left--;
 		}
 		qp->rnr_deadline = u4v_now() + u4v_rnr_delay_ns(h->rnr_timer);
-		qp->retry_deadline = 0;
+		qp->retry_deadline = qp->probe_deadline = 0;
 		qp->resend_one = false;
 		u4v_req_rewind(qp, h->psn);
 		break;

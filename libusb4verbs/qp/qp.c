@@ -262,7 +262,7 @@ void u4v_qp_flush(struct u4v_qp *qp)
 		wc.qp_num = qp->qpn;
 		u4v_cq_push(qp->rcq, &wc, false);
 	}
-	qp->retry_deadline = 0;
+	qp->retry_deadline = qp->probe_deadline = 0;
 	qp->rnr_deadline = 0;
 	qp->nreads = 0;
 	u4f_reorder_clear(&qp->req_reorder);
@@ -296,7 +296,7 @@ static void reset_state(struct u4v_qp *qp)
 	qp->ack_pending = false;
 	qp->nak_sent = false;
 	qp->pending_nak = 0;
-	qp->retry_deadline = qp->rnr_deadline = 0;
+	qp->retry_deadline = qp->rnr_deadline = qp->probe_deadline = 0;
 	qp->peer = NULL;
 	for (i = 0; qp->atomics && i < U4V_MAX_QP_RD_ATOM; i++)
 		qp->atomics[i].valid = false;

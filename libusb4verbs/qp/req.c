@@ -157,8 +157,7 @@ static void push_connected(struct u4v_qp *qp, uint64_t now)
 			if (is_rd_atomic(w->opcode))
 				qp->rd_pending++;
 			if (!qp->retry_deadline)
-				qp->retry_deadline =
-					now + u4v_ack_timeout_ns(qp->timeout);
+				u4v_req_arm_timer(qp, now);
 		} else {
 			w->state = U4V_WQE_DONE; /* UC: nothing to wait for */
 		}
@@ -168,7 +167,7 @@ out:
 	if (qp->type == IBV_QPT_RC && qp->sq_send == qp->sq_head &&
 	    qp->sq_send != qp->sq_tail &&
 	    u4v_sq_at(qp, qp->sq_send)->next_frame && !qp->retry_deadline)
-		qp->retry_deadline = now + u4v_ack_timeout_ns(qp->timeout);
+		u4v_req_arm_timer(qp, now);
 	u4v_tx_doorbell(peer);
 	pthread_spin_unlock(&peer->tx_lock);
 	if (blocked)
@@ -311,10 +310,31 @@ void u4v_req_rewind(struct u4v_qp *qp, uint32_t psn)
 		qp->rd_pending = rd;
 }
 
+/*
+ * Probe before the timeout: a tail frame or an ACK lost while the window is
+ * full leaves nothing that would reveal the loss, and the full retransmit
+ * timeout (67 ms at perftest's setting) would idle the QP. Resending the
+ * oldest unacknowledged frame costs one frame and draws an ACK or NAK.
+ */
+static uint64_t probe_ns(uint64_t tmo)
+{
+	uint64_t p = tmo / 4;
+
+	if (p > 1000000)
+		p = 1000000;
+	return p < 50000 ? 50000 : p;
+}
+
+void u4v_req_arm_timer(struct u4v_qp *qp, uint64_t now)
+{
+	uint64_t tmo = u4v_ack_timeout_ns(qp->timeout);
+
+	qp->retry_deadline = tmo == U4V_TIME_INFINITE ? UINT64_MAX : now + tmo;
+	qp->probe_deadline = now + probe_ns(tmo);
+}
+
 void u4v_req_timer(struct u4v_qp *qp, uint64_t now)
 {
-	uint64_t tmo;
-
 	if (qp->type != IBV_QPT_RC ||
 	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
 		return;
@@ -324,32 +344,37 @@ void u4v_req_timer(struct u4v_qp *qp, uint64_t now)
 		return;
 	}
 	if (!wqe_outstanding(qp)) {
-		qp->retry_deadline = 0;
+		qp->retry_deadline = qp->probe_deadline = 0;
 		return;
 	}
-	tmo = u4v_ack_timeout_ns(qp->timeout);
-	if (tmo == U4V_TIME_INFINITE)
-		return;
 	if (!qp->retry_deadline) {
-		qp->retry_deadline = now + tmo;
+		u4v_req_arm_timer(qp, now);
 		return;
 	}
-	if (now < qp->retry_deadline)
+	if (now < qp->retry_deadline) {
+		if (qp->probe_deadline && now >= qp->probe_deadline) {
+			qp->probe_deadline =
+				now + probe_ns(u4v_ack_timeout_ns(qp->timeout));
+			qp->resend_one = true;
+			qp->resend_psn = psn_add(qp->acked_psn, 1);
+			u4v_qp_tx(qp);
+		}
 		return;
+	}
 	if (!qp->retries_left) {
 		/* the oldest unfinished WQE is the one never acknowledged */
 		struct u4v_swqe *w = u4v_sq_at(qp, qp->sq_head);
 
 		w->state = U4V_WQE_DONE;
 		w->status = IBV_WC_RETRY_EXC_ERR;
-		qp->retry_deadline = 0;
+		qp->retry_deadline = qp->probe_deadline = 0;
 		u4v_req_complete_ready(qp);
 		return;
 	}
 	qp->retries_left--;
 	u4v_req_rewind(qp, psn_add(qp->acked_psn, 1));
 	__atomic_fetch_add(&qp->ctx->cnt->retransmits, 1, __ATOMIC_RELAXED);
-	qp->retry_deadline = now + tmo;
+	u4v_req_arm_timer(qp, now);
 	u4v_qp_tx(qp);
 }
 
