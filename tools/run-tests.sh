@@ -25,7 +25,9 @@ cmake -S . -B "$out/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DU4V_VM_TESTS=ON
 	-DU4V_WERROR=ON >/dev/null
 cmake --build "$out/release" -j"$jobs"
 
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+# verify_asan_link_order=0: tests re-exec themselves with the sim shim
+# preloaded in front of the ASan runtime.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:verify_asan_link_order=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 echo "== engine tests under ASan + UBSan"
