@@ -84,6 +84,7 @@ struct u4v_ctx {
 	atomic_uint nap_seq;	      /* futex: ends the thread's nap */
 	atomic_int napping;
 	uint64_t next_timer_ns;	      /* earliest QP timer deadline */
+	uint64_t spin_ns;	      /* thread polls this long after a frame */
 };
 
 struct u4v_pd {

@@ -47,6 +47,10 @@ int u4v_ctx_open(const struct u4v_ctx_attr *attr, struct u4v_ctx **out)
 	ctx->async_fd = attr->async_event_fd;
 	ctx->cnt = ctx->ops->counters(ctx->link);
 	ctx->thread_disabled = attr->no_progress_thread;
+	/* USB4V_SPIN_US: how long the progress thread polls after a burst */
+	ctx->spin_ns = 50000;
+	if (getenv("USB4V_SPIN_US"))
+		ctx->spin_ns = strtoull(getenv("USB4V_SPIN_US"), NULL, 10) * 1000;
 	u4v_mutex_init(&ctx->progress_lock);
 	pthread_mutex_init(&ctx->obj_lock, NULL);
 	for (i = 0; i < U4L_MAX_CTX; i++) {

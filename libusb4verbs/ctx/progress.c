@@ -24,7 +24,6 @@
 #define THREAD_NAP_NS 1000000ull      /* while the app polls */
 #define THREAD_POLL_NS 2000000ull     /* timer poll for stranded frames */
 #define TIMER_SCAN_NS 50000ull	      /* how often retransmit timers run */
-#define SPIN_NS 50000ull	      /* keep polling this long after a frame */
 
 void u4v_progress_recv_posted(struct u4v_ctx *ctx)
 {
@@ -296,7 +295,7 @@ static void *progress_thread(void *arg)
 		 * A burst is usually followed by more: polling a little longer
 		 * spares the sender a wake-up system call per doorbell.
 		 */
-		if (now - last_frame < SPIN_NS) {
+		if (now - last_frame < ctx->spin_ns) {
 			__builtin_ia32_pause();
 			continue;
 		}
