@@ -239,7 +239,8 @@ struct u4v_qp {
 	struct ibv_sge cur_sges[U4V_MAX_SGE];
 	bool have_rwqe;
 	uint64_t msg_off;
-	struct u4v_mr *wr_mr; /* RDMA WRITE in progress */
+	struct u4v_mr *wr_mr; /* RDMA WRITE in progress (never dereferenced) */
+	uint32_t wr_rkey;     /* checked again for every frame */
 	uint64_t wr_va, wr_len;
 	struct u4f_reorder req_reorder;
 	/* READ responses to generate */
@@ -247,6 +248,7 @@ struct u4v_qp {
 		uint32_t psn;	  /* first response PSN */
 		uint32_t nframes;
 		uint32_t next;	  /* next frame to send */
+		uint32_t rkey;	  /* checked again for every frame */
 		uint64_t va, len;
 	} *reads;
 	uint32_t nreads;

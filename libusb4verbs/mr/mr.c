@@ -144,13 +144,28 @@ int u4v_reg_mr(struct u4v_pd *pd, void *addr, size_t length, int access,
 int u4v_dereg_mr(struct u4v_mr *mr)
 {
 	struct u4v_ctx *ctx = mr->pd->ctx;
+	uint32_t i;
 
-	/* no progress pass may be using it once it is gone from the table */
+	/*
+	 * Once it is gone from the table no new access can find it; the
+	 * responder checks the key for every frame under the QP's lock, so
+	 * passing through every QP's lock (and the progress lock) waits out
+	 * the accesses already under way. Then the memory is the
+	 * application's again.
+	 */
 	pthread_mutex_lock(&ctx->progress_lock);
 	pthread_mutex_lock(&ctx->obj_lock);
 	__atomic_store_n(&ctx->mrs[mr->index], NULL, __ATOMIC_RELEASE);
 	ctx->nmr--;
 	pthread_mutex_unlock(&ctx->obj_lock);
+	for (i = 0; ctx->qps && i < ctx->nqps_slots; i++) {
+		struct u4v_qp *qp = ctx->qps[i];
+
+		if (qp) {
+			pthread_mutex_lock(&qp->lock);
+			pthread_mutex_unlock(&qp->lock);
+		}
+	}
 	pthread_mutex_unlock(&ctx->progress_lock);
 	atomic_fetch_sub(&mr->pd->refs, 1);
 	free(mr);

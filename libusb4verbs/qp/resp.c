@@ -127,6 +127,7 @@ static enum exec_result exec_write(struct u4v_qp *qp, const struct u4w_hdr *h,
 			return EXEC_NAK;
 		}
 		qp->wr_mr = mr;
+		qp->wr_rkey = h->rkey;
 		qp->wr_va = h->va;
 		qp->wr_len = h->dma_len;
 		qp->msg_off = 0;
@@ -142,6 +143,18 @@ static enum exec_result exec_write(struct u4v_qp *qp, const struct u4w_hdr *h,
 		qp->in_msg = false;
 		qp->wr_mr = NULL;
 		*syndrome = U4W_AETH_NAK_INV_REQ;
+		return EXEC_NAK;
+	}
+	/*
+	 * The MR may have been deregistered since the first frame: check the
+	 * key again for the bytes this frame writes (dereg_mr waits for us).
+	 */
+	if (h->paylen &&
+	    u4v_mr_check_remote(qp->pd, qp->wr_rkey, qp->wr_va + qp->msg_off,
+				h->paylen, IBV_ACCESS_REMOTE_WRITE, NULL)) {
+		qp->in_msg = false;
+		qp->wr_mr = NULL;
+		*syndrome = U4W_AETH_NAK_REM_ACCESS;
 		return EXEC_NAK;
 	}
 	/* the immediate needs a receive WQE: find it before touching memory */
@@ -174,6 +187,7 @@ static bool add_read_job(struct u4v_qp *qp, const struct u4w_hdr *h)
 	job->next = 0;
 	job->va = h->va;
 	job->len = h->dma_len;
+	job->rkey = h->rkey;
 	return true;
 }
 
@@ -320,7 +334,19 @@ static bool resp_tx_locked(struct u4v_qp *qp)
 				      k + 1 == n       ? U4W_READ_RESP_LAST :
 							 U4W_READ_RESP_MIDDLE;
 			uint32_t len = u4f_frame_len(job->len, k);
+			uint64_t va = job->va + (uint64_t)k * U4W_GRANULE;
 
+			if (len && u4v_mr_check_remote(qp->pd, job->rkey, va, len,
+						       IBV_ACCESS_REMOTE_READ,
+						       NULL)) {
+				/* deregistered while being read */
+				if (!emit_aeth(qp, U4W_ACK,
+					       U4W_AETH_NAK_REM_ACCESS,
+					       psn_add(job->psn, k), 0))
+					return false;
+				job->next = job->nframes;
+				break;
+			}
 			memset(&h, 0, sizeof(h));
 			h.opcode = U4W_RC | op;
 			h.dst_qpn = qp->dest_qpn;
@@ -329,9 +355,8 @@ static bool resp_tx_locked(struct u4v_qp *qp)
 			h.msn = qp->msn;
 			h.paylen = (uint16_t)len;
 			if (!u4v_tx_frame(qp->peer, &h,
-					  (const void *)(uintptr_t)(job->va +
-						(uint64_t)k * U4W_GRANULE),
-					  len, NULL, 0, 0))
+					  (const void *)(uintptr_t)va, len,
+					  NULL, 0, 0))
 				return false;
 			job->next++;
 		}
@@ -384,13 +409,15 @@ static void duplicate(struct u4v_qp *qp, const struct u4w_hdr *h)
 			if (d >= 0 && d < (int32_t)job->nframes) {
 				if ((uint32_t)d < job->next)
 					job->next = (uint32_t)d;
+				u4v_resp_tx(qp);
 				return;
 			}
 		}
 		if (qp_allows(qp, IBV_ACCESS_REMOTE_READ) &&
 		    !u4v_mr_check_remote(qp->pd, h->rkey, h->va, h->dma_len,
-					 IBV_ACCESS_REMOTE_READ, NULL))
-			add_read_job(qp, h);
+					 IBV_ACCESS_REMOTE_READ, NULL) &&
+		    add_read_job(qp, h))
+			u4v_resp_tx(qp); /* serve the re-request now */
 		return;
 	}
 	if (info->flags & U4W_OPF_ATOMIC) {
