@@ -5,7 +5,9 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +43,18 @@ void u4vt_cable_create(const char *shm, const struct u4l_sim_config *cfg)
 
 void u4vt_end_open(struct u4vt_end *e, const char *shm, uint32_t end)
 {
+	u4vt_end_open_async(e, shm, end, -1);
+}
+
+void u4vt_end_open_async(struct u4vt_end *e, const char *shm, uint32_t end,
+			 int async_fd)
+{
+	u4vt_end_open_ex(e, shm, end, async_fd, 0);
+}
+
+void u4vt_end_open_ex(struct u4vt_end *e, const char *shm, uint32_t end,
+		      int async_fd, int no_progress_thread)
+{
 	struct u4v_ctx_attr attr = { 0 };
 	struct u4l_dev *link;
 
@@ -48,7 +62,8 @@ void u4vt_end_open(struct u4vt_end *e, const char *shm, uint32_t end)
 	assert_int_equal(u4l_sim_open(shm, end, &link), 0);
 	attr.link = link;
 	attr.node_guid = 0x1000 + end;
-	attr.async_event_fd = -1;
+	attr.async_event_fd = async_fd;
+	attr.no_progress_thread = no_progress_thread;
 	assert_int_equal(u4v_ctx_open(&attr, &e->ctx), 0);
 	assert_int_equal(u4v_alloc_pd(e->ctx, &e->pd), 0);
 	assert_int_equal(u4v_create_cq(e->ctx, 4096, &e->cq), 0);
@@ -95,6 +110,7 @@ struct u4v_qp *u4vt_qp_create(struct u4vt_end *e, enum ibv_qp_type type,
 	init.cap.max_send_sge = o->max_sge;
 	init.cap.max_recv_sge = o->srq ? 0 : o->max_sge;
 	init.cap.max_inline_data = o->max_inline;
+	init.sq_sig_all = o->sq_sig_all;
 	assert_int_equal(u4v_create_qp(e->pd, &init, &qp), 0);
 	return qp;
 }
@@ -125,7 +141,7 @@ void u4vt_qp_connect(struct u4v_qp *qp, enum ibv_qp_type type,
 	if (type != IBV_QPT_UD) {
 		a.path_mtu = IBV_MTU_4096;
 		a.dest_qp_num = remote_qpn;
-		a.rq_psn = 0x123;
+		a.rq_psn = o->psn ? o->psn : 0x123;
 		a.ah_attr.port_num = 1;
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			IBV_QP_RQ_PSN;
@@ -140,7 +156,7 @@ void u4vt_qp_connect(struct u4v_qp *qp, enum ibv_qp_type type,
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0x123;
+	a.sq_psn = o->psn ? o->psn : 0x123;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (type == IBV_QPT_RC) {
 		a.timeout = o->timeout;
@@ -209,4 +225,120 @@ uint64_t u4vt_sum(const void *buf, size_t len)
 	for (; i < len; i++)
 		h = (h ^ p[i]) * 0x100000001b3ull;
 	return h ^ len;
+}
+
+int u4vt_async_read(int fd, uint64_t *element, uint32_t *type,
+		    int timeout_ms)
+{
+	struct {
+		uint64_t element;
+		uint32_t type;
+		uint32_t reserved;
+	} ev;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	if (poll(&pfd, 1, timeout_ms) != 1)
+		return 0;
+	n = read(fd, &ev, sizeof(ev));
+	assert_int_equal(n, 16);
+	assert_int_equal(ev.reserved, 0);
+	*element = ev.element;
+	*type = ev.type;
+	return 1;
+}
+
+void *u4vt_map(size_t len)
+{
+	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	assert_true(p != MAP_FAILED);
+	return p;
+}
+
+void u4vt_unmap(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len ? len : 1);
+}
+
+struct u4v_mr *u4vt_reg(struct u4vt_end *e, void *addr, size_t len,
+			int access)
+{
+	struct u4v_mr *mr = NULL;
+
+	assert_int_equal(u4v_reg_mr(e->pd, addr, len, access, &mr), 0);
+	return mr;
+}
+
+int u4vt_post_send1(struct u4v_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
+		    int flags, uint64_t addr, uint32_t len, uint32_t lkey,
+		    uint64_t remote_addr, uint32_t rkey, uint32_t imm)
+{
+	struct ibv_sge sge = { addr, len, lkey };
+	struct ibv_send_wr wr, *bad = NULL;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = op;
+	wr.send_flags = flags;
+	wr.imm_data = imm;
+	if (len || addr) {
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+	}
+	wr.wr.rdma.remote_addr = remote_addr;
+	wr.wr.rdma.rkey = rkey;
+	return u4v_post_send(qp, &wr, &bad);
+}
+
+int u4vt_post_atomic(struct u4v_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
+		     uint64_t addr, uint32_t lkey, uint64_t remote_addr,
+		     uint32_t rkey, uint64_t add_or_cmp, uint64_t swap)
+{
+	struct ibv_sge sge = { addr, 8, lkey };
+	struct ibv_send_wr wr, *bad = NULL;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.wr.atomic.remote_addr = remote_addr;
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = add_or_cmp;
+	wr.wr.atomic.swap = swap;
+	return u4v_post_send(qp, &wr, &bad);
+}
+
+int u4vt_post_recv1(struct u4v_qp *qp, uint64_t wr_id, uint64_t addr,
+		    uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = { addr, len, lkey };
+	struct ibv_recv_wr wr, *bad = NULL;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	if (len || addr) {
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+	}
+	return u4v_post_recv(qp, &wr, &bad);
+}
+
+int u4vt_post_srq_recv1(struct u4v_srq *srq, uint64_t wr_id, uint64_t addr,
+			uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = { addr, len, lkey };
+	struct ibv_recv_wr wr, *bad = NULL;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	if (len || addr) {
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+	}
+	return u4v_post_srq_recv(srq, &wr, &bad);
 }

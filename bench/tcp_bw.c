@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+/*
+ * TCP over loopback, the baseline a usb4verbs figure is compared with: one
+ * process writes SIZE-byte messages into a TCP socket, another reads them,
+ * until BYTES have moved (or for S seconds).
+ *
+ *   tcp_bw [-s SIZE] [-b BYTES | --seconds S] [--port P]
+ *
+ * The receiver listens on 127.0.0.1:P (0, the default, = an ephemeral port,
+ * so parallel runs never collide) and is a forked child. Prints one
+ * key=value line: goodput, and the CPU time (user+sys) of each process.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static double cpu_self(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "tcp_bw: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = { { "seconds", 1, 0, 'T' },
+					    { "port", 1, 0, 'p' },
+					    { 0, 0, 0, 0 } };
+	size_t size = 65536;
+	uint64_t want = 1ull << 30, moved = 0, t0, t1;
+	double seconds = 0, rcpu = -1, scpu;
+	int port = 0, c, lfd, fd, one = 1, p2c[2], status;
+	struct sockaddr_in sa = { 0 };
+	socklen_t sl = sizeof(sa);
+	char *buf;
+	pid_t pid;
+
+	while ((c = getopt_long(argc, argv, "s:b:", lo, NULL)) != -1) {
+		switch (c) {
+		case 's': size = strtoull(optarg, NULL, 0); break;
+		case 'b': want = strtoull(optarg, NULL, 0); break;
+		case 'T': seconds = atof(optarg); break;
+		case 'p': port = atoi(optarg); break;
+		default:
+			fprintf(stderr, "usage: see the comment in tcp_bw.c\n");
+			return 2;
+		}
+	}
+	if (!size)
+		return 2;
+	buf = malloc(size);
+	if (!buf)
+		die("malloc");
+	memset(buf, 0x5a, size);
+
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (lfd < 0)
+		die("socket");
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = htons((uint16_t)port);
+	if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1) ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &sl))
+		die("bind/listen");
+	if (pipe(p2c))
+		die("pipe");
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) { /* receiver */
+		uint64_t got = 0;
+		ssize_t n;
+
+		close(p2c[0]);
+		fd = accept(lfd, NULL, NULL);
+		if (fd < 0)
+			die("accept");
+		while ((n = read(fd, buf, size)) > 0)
+			got += (uint64_t)n;
+		if (n < 0)
+			die("read");
+		rcpu = cpu_self();
+		if (write(p2c[1], &got, sizeof(got)) != sizeof(got) ||
+		    write(p2c[1], &rcpu, sizeof(rcpu)) != sizeof(rcpu))
+			_exit(1);
+		_exit(0);
+	}
+	close(p2c[1]);
+	close(lfd);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		die("socket");
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		die("connect");
+	scpu = cpu_self();
+	t0 = now_ns();
+	for (;;) {
+		size_t off = 0;
+
+		if (seconds > 0 ? now_ns() - t0 >= (uint64_t)(seconds * 1e9)
+				: moved >= want)
+			break;
+		while (off < size) {
+			ssize_t n = write(fd, buf + off, size - off);
+
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				die("write");
+			}
+			off += (size_t)n;
+		}
+		moved += size;
+	}
+	shutdown(fd, SHUT_WR);
+	{
+		uint64_t got = 0;
+
+		if (read(p2c[0], &got, sizeof(got)) != sizeof(got) ||
+		    read(p2c[0], &rcpu, sizeof(rcpu)) != sizeof(rcpu))
+			rcpu = -1;
+		t1 = now_ns(); /* after the receiver has read everything */
+		if (got != moved) {
+			fprintf(stderr, "tcp_bw: sent %llu, received %llu\n",
+				(unsigned long long)moved,
+				(unsigned long long)got);
+			return 1;
+		}
+	}
+	scpu = cpu_self() - scpu;
+	close(fd);
+	waitpid(pid, &status, 0);
+	printf("tcp_bw: size=%zu bytes=%llu secs=%.3f goodput_gbps=%.3f "
+	       "sender_cpu_s=%.3f receiver_cpu_s=%.3f\n",
+	       size, (unsigned long long)moved, (double)(t1 - t0) / 1e9,
+	       (double)moved * 8 / ((double)(t1 - t0)), scpu, rcpu);
+	return 0;
+}

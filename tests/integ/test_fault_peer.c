@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Fault matrix, second half: a peer process killed mid-transfer (status 12
+ * within the bound timeout/retry_cnt imply), RC SEND without a receive
+ * (finite rnr_retry: status 13; rnr_retry 7: completes once a receive is
+ * posted), UC with lost fragments (messages dropped whole, never partial),
+ * UD with loss (datagrams intact or absent).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "u4vt_rel.h"
+
+/* ---- peer killed mid-transfer ---------------------------------------- */
+
+static pid_t child_pid = -1;
+
+static void kill_child(void)
+{
+	if (child_pid > 0) {
+		kill(child_pid, SIGKILL);
+		waitpid(child_pid, NULL, 0);
+		child_pid = -1;
+	}
+}
+
+/* The target: receives forever until killed (alarm() as a backstop). */
+static void child_main(const char *shm, int wfd, int rfd)
+{
+	struct u4vt_end b;
+	struct u4vt_qp_opts o;
+	struct u4v_qp *qp;
+	struct u4v_mr *mr;
+	uint32_t qpn, remote = 0;
+	uint8_t *buf;
+	struct ibv_wc wc[16];
+	int i, n;
+
+	alarm(30);
+	rel_end_open(&b, shm, 1, 0);
+	u4vt_qp_opts_default(&o);
+	o.max_recv_wr = 64;
+	qp = u4vt_qp_create(&b, IBV_QPT_RC, &o);
+	qpn = u4v_qp_num(qp);
+	if (write(wfd, &qpn, 4) != 4 || read(rfd, &remote, 4) != 4)
+		_exit(2);
+	u4vt_qp_connect(qp, IBV_QPT_RC, remote, &o);
+	buf = malloc(64 * 65536);
+	mr = rel_reg(b.pd, buf, 64 * 65536, IBV_ACCESS_LOCAL_WRITE);
+	for (i = 0; i < 64; i++)
+		rel_post_recv(qp, i, buf + (size_t)i * 65536, 65536,
+			      u4v_mr_lkey(mr));
+	for (;;) {
+		n = u4v_poll_cq(b.cq, 16, wc);
+		for (i = 0; i < n; i++)
+			rel_post_recv(qp, wc[i].wr_id,
+				      buf + (size_t)wc[i].wr_id * 65536, 65536,
+				      u4v_mr_lkey(mr));
+	}
+}
+
+static void test_peer_killed(void **state)
+{
+	const char *shm = u4vt_shm_name("kill");
+	int p2c[2], c2p[2];
+	struct u4vt_end a;
+	struct u4vt_qp_opts o;
+	struct u4v_qp *qp;
+	struct u4v_mr *mr;
+	struct u4l_counters before, after;
+	uint32_t remote = 0, qpn;
+	uint8_t *buf;
+	uint64_t posted = 0, ok = 0, t_kill = 0, t_err = 0, bound_ms;
+	uint64_t deadline;
+	int flushed = 0, status = -1;
+
+	(void)state;
+	u4vt_cable_create(shm, NULL);
+	assert_int_equal(pipe(p2c), 0);
+	assert_int_equal(pipe(c2p), 0);
+	/* fork before any context exists: no progress threads yet */
+	child_pid = fork();
+	assert_true(child_pid >= 0);
+	if (child_pid == 0) {
+		close(p2c[1]);
+		close(c2p[0]);
+		child_main(shm, c2p[1], p2c[0]);
+		_exit(0);
+	}
+	close(p2c[0]);
+	close(c2p[1]);
+	alarm(50);
+	rel_end_open(&a, shm, 0, 0);
+	u4vt_qp_opts_default(&o);
+	o.timeout = 12;	  /* 16.8 ms */
+	o.retry_cnt = 3;
+	o.max_send_wr = 16;
+	qp = u4vt_qp_create(&a, IBV_QPT_RC, &o);
+	qpn = u4v_qp_num(qp);
+	if (read(c2p[0], &remote, 4) != 4 || write(p2c[1], &qpn, 4) != 4) {
+		kill_child();
+		fail_msg("qpn exchange with the child failed");
+	}
+	u4vt_qp_connect(qp, IBV_QPT_RC, remote, &o);
+	buf = malloc(65536);
+	u4vt_fill(buf, 65536, 3);
+	mr = rel_reg(a.pd, buf, 65536, IBV_ACCESS_LOCAL_WRITE);
+	/* (retry_cnt + 1) timeouts, plus scheduling slack on a loaded host */
+	bound_ms = (uint64_t)(o.retry_cnt + 1) * (4096ull << o.timeout) /
+			   1000000 + 1500;
+	deadline = u4vt_now_ms() + 20000;
+	while (u4vt_now_ms() < deadline && status < 0) {
+		struct ibv_wc wc[16];
+		int i, n;
+
+		while (!t_kill && posted - ok - flushed < 16) {
+			if (rel_post(qp, IBV_WR_SEND, posted, buf, 65536,
+				     u4v_mr_lkey(mr), 0, 0))
+				break;
+			posted++;
+		}
+		if (!t_kill && ok >= 200) {
+			rel_counters(shm, &before);
+			kill_child();
+			t_kill = u4vt_now_ms();
+		}
+		n = u4v_poll_cq(a.cq, 16, wc);
+		for (i = 0; i < n; i++) {
+			if (wc[i].status == IBV_WC_SUCCESS) {
+				ok++;
+			} else if (status < 0) {
+				status = wc[i].status;
+				t_err = u4vt_now_ms();
+			}
+		}
+	}
+	kill_child();
+	assert_true(t_kill != 0);
+	fprintf(stderr, "[kill] %llu sends ok before the kill; status %d %llu ms "
+		"after it (bound %llu ms)\n", (unsigned long long)ok, status,
+		(unsigned long long)(t_err - t_kill),
+		(unsigned long long)bound_ms);
+	assert_int_equal(status, IBV_WC_RETRY_EXC_ERR);
+	assert_true(t_err - t_kill <= bound_ms);
+	assert_int_equal(u4v_qp_state(qp), IBV_QPS_ERR);
+	/* the rest are flushed, nothing hangs */
+	{
+		struct ibv_wc wc[16];
+		int n;
+
+		while ((n = u4vt_poll(a.cq, wc, 16, 200)) > 0)
+			while (n--)
+				assert_int_equal(wc[n].status,
+						 IBV_WC_WR_FLUSH_ERR);
+	}
+	rel_counters(shm, &after);
+	rel_print_counters("kill", &after);
+	assert_true(after.retransmits - before.retransmits >= o.retry_cnt);
+	assert_int_equal(u4v_destroy_qp(qp), 0);
+	assert_int_equal(u4v_dereg_mr(mr), 0);
+	u4vt_end_close(&a);
+	u4l_sim_destroy(shm);
+	free(buf);
+	alarm(0);
+}
+
+/* ---- RNR --------------------------------------------------------------- */
+
+static void test_rnr_finite(void **state)
+{
+	struct rel_pair p;
+	struct u4vt_qp_opts o;
+	struct u4l_counters c;
+	struct u4v_mr *mr;
+	struct ibv_wc wc;
+	char buf[256];
+	uint64_t t0, dt;
+
+	(void)state;
+	u4vt_qp_opts_default(&o);
+	o.rnr_retry = 2;
+	o.min_rnr_timer = 14; /* 1.28 ms per RNR wait */
+	o.timeout = 12;
+	rel_pair_up(&p, "rnr3", IBV_QPT_RC, NULL, &o, 0);
+	mr = rel_reg(p.a.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	t0 = u4vt_now_ms();
+	assert_int_equal(rel_post(p.qa, IBV_WR_SEND, 1, buf, sizeof(buf),
+				  u4v_mr_lkey(mr), 0, 0), 0);
+	wc = rel_wait1(p.a.cq, 5000);
+	dt = u4vt_now_ms() - t0;
+	fprintf(stderr, "[rnr] status %d after %llu ms\n", wc.status,
+		(unsigned long long)dt);
+	/* 13, not 12: the peer answered, it had no receive */
+	assert_int_equal(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
+	assert_int_equal(wc.wr_id, 1);
+	assert_true(dt < 1000);
+	rel_counters(p.shm, &c);
+	assert_int_equal(c.rnr_naks_rcvd, o.rnr_retry + 1);
+	assert_true(c.rnr_naks_sent >= c.rnr_naks_rcvd);
+	/* the responder is untouched: still RTS, nothing completed there */
+	assert_int_equal(u4v_qp_state(p.qb), IBV_QPS_RTS);
+	assert_int_equal(u4vt_poll(p.b.cq, &wc, 1, 50), 0);
+	assert_int_equal(u4v_dereg_mr(mr), 0);
+	rel_pair_down(&p);
+}
+
+static void test_rnr_infinite(void **state)
+{
+	struct rel_pair p;
+	struct u4vt_qp_opts o;
+	struct u4l_counters c;
+	struct u4v_mr *ma, *mb;
+	struct ibv_wc wc;
+	static uint8_t src[10000], dst[10000];
+
+	(void)state;
+	u4vt_qp_opts_default(&o);
+	o.rnr_retry = 7;
+	o.min_rnr_timer = 1;
+	rel_pair_up(&p, "rnr7", IBV_QPT_RC, NULL, &o, 0);
+	ma = rel_reg(p.a.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	mb = rel_reg(p.b.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE);
+	u4vt_fill(src, sizeof(src), 9);
+	assert_int_equal(rel_post(p.qa, IBV_WR_SEND, 1, src, sizeof(src),
+				  u4v_mr_lkey(ma), 0, 0), 0);
+	/* 300 ms without a receive: no completion, no error, RNR NAKs flow */
+	assert_int_equal(u4vt_poll(p.a.cq, &wc, 1, 300), 0);
+	rel_counters(p.shm, &c);
+	assert_true(c.rnr_naks_rcvd > 7);
+	assert_int_equal(u4v_qp_state(p.qa), IBV_QPS_RTS);
+	assert_int_equal(rel_post_recv(p.qb, 2, dst, sizeof(dst),
+				       u4v_mr_lkey(mb)), 0);
+	wc = rel_wait1(p.a.cq, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	wc = rel_wait1(p.b.cq, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, sizeof(src));
+	assert_memory_equal(src, dst, sizeof(src));
+	assert_int_equal(u4v_dereg_mr(ma), 0);
+	assert_int_equal(u4v_dereg_mr(mb), 0);
+	rel_pair_down(&p);
+}
+
+/* ---- UC / UD loss ------------------------------------------------------ */
+
+#define LOSS_RQ 64
+#define LOSS_MAX 12032u
+
+struct loss_run {
+	struct rel_pair p;
+	struct u4v_mr *ms, *mr;
+	struct u4v_ah *ah;
+	uint8_t *src, *rbuf;
+	uint32_t next_idx, expect;
+	uint64_t sent, got, lost, bad;
+	uint32_t offset; /* 40 for UD: the GRH */
+};
+
+static void loss_recv(struct loss_run *l, const struct ibv_wc *wc)
+{
+	uint8_t *m = l->rbuf + (size_t)wc->wr_id * (LOSS_MAX + 64);
+	struct tr_hdr h;
+
+	if (wc->status || wc->byte_len < l->offset ||
+	    tr_check(m + l->offset, wc->byte_len - l->offset, 0, &h)) {
+		fprintf(stderr, "bad completion: status %d len %u\n",
+			wc->status, wc->byte_len);
+		l->bad++;
+	} else if ((int32_t)(h.rcv_idx - l->expect) < 0) {
+		l->bad++; /* duplicate or reordered */
+	} else {
+		l->lost += h.rcv_idx - l->expect;
+		l->expect = h.rcv_idx + 1;
+		l->got++;
+	}
+	assert_int_equal(rel_post_recv(l->p.qb, wc->wr_id, m, LOSS_MAX + 64,
+				       u4v_mr_lkey(l->mr)), 0);
+}
+
+/* Send n messages in bursts of 16, waiting each time for the target. */
+static void loss_send(struct loss_run *l, uint32_t n, uint32_t len_a,
+		      uint32_t len_b)
+{
+	struct ibv_wc wc[16];
+	uint32_t i, k;
+
+	for (i = 0; i < n; i += 16) {
+		for (k = 0; k < 16 && i + k < n; k++) {
+			uint32_t len = (i + k) & 1 ? len_b : len_a;
+			uint8_t *s = l->src + (size_t)k * LOSS_MAX;
+			struct ibv_sge sge = { (uintptr_t)s, len,
+					       u4v_mr_lkey(l->ms) };
+			struct ibv_send_wr wr = { 0 }, *bad;
+
+			tr_make(s, len, 0, l->next_idx, l->next_idx, 5);
+			l->next_idx++;
+			wr.wr_id = l->sent++;
+			wr.sg_list = &sge;
+			wr.num_sge = 1;
+			wr.opcode = IBV_WR_SEND;
+			wr.send_flags = IBV_SEND_SIGNALED;
+			if (l->ah) {
+				wr.wr.ud.ah = &l->ah->ibv;
+				wr.wr.ud.remote_qpn = u4v_qp_num(l->p.qb);
+				wr.wr.ud.remote_qkey = 0x11111111;
+			}
+			assert_int_equal(u4v_post_send(l->p.qa, &wr, &bad), 0);
+		}
+		/* sender completions: UC/UD complete at once, all successful */
+		for (k = 0; k < 16 && i + k < n; k++) {
+			struct ibv_wc s = rel_wait1(l->p.a.cq, 5000);
+
+			assert_int_equal(s.status, IBV_WC_SUCCESS);
+		}
+		/* target: whatever arrives within 30 ms of quiet */
+		for (;;) {
+			int got = u4vt_poll(l->p.b.cq, wc, 16, 30), j;
+
+			for (j = 0; j < got; j++)
+				loss_recv(l, &wc[j]);
+			if (!got)
+				break;
+		}
+	}
+}
+
+static void loss_test(enum ibv_qp_type type, const char *tag, uint32_t len_a,
+		      uint32_t len_b)
+{
+	struct loss_run l;
+	struct u4l_sim_config cfg;
+	struct u4l_counters c;
+	struct u4vt_qp_opts o;
+	uint64_t lost1;
+	uint32_t i;
+
+	memset(&l, 0, sizeof(l));
+	rel_cfg(&cfg);
+	cfg.seed = 31;
+	cfg.faults[0].drop = 0.05;
+	u4vt_qp_opts_default(&o);
+	o.max_recv_wr = LOSS_RQ;
+	rel_pair_up(&l.p, tag, type, &cfg, &o, 0);
+	l.offset = type == IBV_QPT_UD ? 40 : 0;
+	l.src = malloc(16 * LOSS_MAX);
+	l.rbuf = malloc((size_t)LOSS_RQ * (LOSS_MAX + 64));
+	l.ms = rel_reg(l.p.a.pd, l.src, 16 * LOSS_MAX, IBV_ACCESS_LOCAL_WRITE);
+	l.mr = rel_reg(l.p.b.pd, l.rbuf, (size_t)LOSS_RQ * (LOSS_MAX + 64),
+		       IBV_ACCESS_LOCAL_WRITE);
+	if (type == IBV_QPT_UD) {
+		struct ibv_ah_attr aa = { .port_num = 1 };
+
+		assert_int_equal(u4v_create_ah(l.p.a.pd, &aa, &l.ah), 0);
+	}
+	for (i = 0; i < LOSS_RQ; i++)
+		assert_int_equal(rel_post_recv(l.p.qb, i,
+					       l.rbuf + (size_t)i *
+							(LOSS_MAX + 64),
+					       LOSS_MAX + 64,
+					       u4v_mr_lkey(l.mr)), 0);
+	loss_send(&l, 480, len_a, len_b);
+	rel_counters(l.p.shm, &c);
+	rel_print_counters(tag, &c);
+	fprintf(stderr, "[%s] lossy: sent %llu got %llu lost %llu bad %llu\n",
+		tag, (unsigned long long)l.sent, (unsigned long long)l.got,
+		(unsigned long long)l.lost, (unsigned long long)l.bad);
+	assert_int_equal(l.bad, 0);
+	assert_true(c.fault_drop > 0);
+	assert_true(l.lost > 0);
+	/* a message with a lost frame is gone, nothing else */
+	assert_true(l.lost <= c.fault_drop);
+	assert_int_equal(l.got + l.lost + (l.next_idx - l.expect), l.sent);
+	/* later messages are fine once the path is clean */
+	cfg.faults[0].drop = 0;
+	assert_int_equal(u4l_sim_reconfigure(l.p.shm, &cfg), 0);
+	lost1 = l.lost;
+	l.expect = l.next_idx; /* trailing losses of phase 1 are counted */
+	loss_send(&l, 64, len_a, len_b);
+	fprintf(stderr, "[%s] clean: got %llu, lost %llu\n", tag,
+		(unsigned long long)l.got,
+		(unsigned long long)(l.lost - lost1));
+	assert_int_equal(l.bad, 0);
+	assert_int_equal(l.lost, lost1);
+	assert_int_equal(l.expect, l.next_idx);
+	if (l.ah)
+		assert_int_equal(u4v_destroy_ah(l.ah), 0);
+	assert_int_equal(u4v_dereg_mr(l.ms), 0);
+	assert_int_equal(u4v_dereg_mr(l.mr), 0);
+	rel_pair_down(&l.p);
+	free(l.src);
+	free(l.rbuf);
+}
+
+static void test_uc_lost_fragment(void **state)
+{
+	(void)state;
+	/* 3-frame and 2-frame messages: a lost frame drops only its message */
+	loss_test(IBV_QPT_UC, "ucloss", LOSS_MAX, 8000);
+}
+
+static void test_ud_loss(void **state)
+{
+	(void)state;
+	/* 2-frame datagrams (4096 bytes) and 1-frame ones */
+	loss_test(IBV_QPT_UD, "udloss", 4096, 1000);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_peer_killed),
+		cmocka_unit_test(test_rnr_finite),
+		cmocka_unit_test(test_rnr_infinite),
+		cmocka_unit_test(test_uc_lost_fragment),
+		cmocka_unit_test(test_ud_loss),
+	};
+	int ret = cmocka_run_group_tests(tests, NULL, NULL);
+
+	kill_child();
+	return ret;
+}
