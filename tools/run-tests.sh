@@ -33,6 +33,11 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 echo "== engine tests under ASan + UBSan"
 (cd "$out/asan" && ctest --output-on-failure -L 'unit|integ' "$@") ||
 	status=1
+echo "== receive-path fuzzing (libFuzzer, bounded)"
+cmake -S . -B "$out/fuzz" -DCMAKE_C_COMPILER=clang -DU4V_FUZZ=ON \
+	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$out/fuzz" --target fuzz_rx -j"$jobs" >/dev/null
+(cd "$out/fuzz" && ctest --output-on-failure -R fuzz_rx) || status=1
 echo "== tool-level tests (unmodified libibverbs, perftest, ibverbs-utils)"
 (cd "$out/release" && ctest --output-on-failure -L 'e2e|vm' -j2 "$@") ||
 	status=1
