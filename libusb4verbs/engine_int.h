@@ -45,7 +45,6 @@ struct u4v_peer {
 	struct u4l_counters *cnt;
 	pthread_spinlock_t tx_lock;
 	uint32_t tx_posted; /* frames posted since the last doorbell */
-	uint64_t hold_since; /* RX held for a receive WQE since (0: not) */
 	/* QPs waiting for TX space on this channel */
 	struct u4v_qp *pending_head, *pending_tail;
 };
@@ -80,7 +79,7 @@ struct u4v_ctx {
 	uint64_t last_timer_scan;
 	atomic_bool stop;
 	_Atomic uint64_t app_poll_ns; /* last time an application polled */
-	atomic_uint rx_holds;	      /* channels waiting for a receive WQE */
+	atomic_uint held_qps;	      /* QPs holding frames for a receive */
 	atomic_uint nap_seq;	      /* futex: ends the thread's nap */
 	atomic_int napping;
 	uint64_t next_timer_ns;	      /* earliest QP timer deadline */
@@ -274,6 +273,13 @@ struct u4v_qp {
 	struct u4v_qp *pending_next;
 	bool in_table;
 	bool in_batch; /* queued for a coalesced ACK */
+	/* UC/UD frames waiting for a receive WQE (qp/hold.c) */
+	struct u4v_held_frame {
+		void *frame;
+		uint32_t len;
+	} *held;
+	uint32_t held_head, held_count;
+	uint64_t held_since;
 };
 
 static inline struct u4v_swqe *u4v_sq_at(struct u4v_qp *qp, uint32_t idx)
@@ -347,6 +353,7 @@ void u4v_comp_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
  * dropped as the verbs specification says.
  */
 #define U4V_RQ_GRACE_NS 100000000ull
+#define U4V_HOLD_MAX 256u
 bool u4v_resp_frame(struct u4v_qp *qp, struct u4v_peer *peer,
 		    const struct u4w_hdr *h, const uint8_t *payload,
 		    const void *frame, uint32_t len, bool may_hold);
@@ -364,5 +371,9 @@ bool u4v_ud_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 		  const uint8_t *payload, bool may_hold);
 /* Is a receive WQE available (own RQ or SRQ)? */
 bool u4v_rwqe_ready(struct u4v_qp *qp);
+/* qp/hold.c: UC/UD frames waiting for a receive WQE */
+bool u4v_hold_push(struct u4v_qp *qp, const void *frame, uint32_t len);
+void u4v_hold_drain(struct u4v_qp *qp);
+void u4v_hold_clear(struct u4v_qp *qp);
 
 #endif

@@ -27,8 +27,8 @@
 
 void u4v_progress_recv_posted(struct u4v_ctx *ctx)
 {
-	/* a channel waits for a receive WQE: let it go on now */
-	if (atomic_load_explicit(&ctx->rx_holds, memory_order_relaxed))
+	/* frames wait for a receive WQE: deliver them now */
+	if (atomic_load_explicit(&ctx->held_qps, memory_order_relaxed))
 		u4v_ctx_progress(ctx);
 }
 
@@ -52,12 +52,11 @@ struct rx_batch {
 	uint32_t ntouched;
 };
 
-/* Returns false when the frame must stay in the ring (see resp_frame). */
-static bool rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
-		     const struct u4l_rx_frame *f, struct rx_batch *batch,
-		     bool may_hold)
+/* A UC/UD frame that waits for a receive WQE is copied aside (qp/hold.c). */
+static void rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
+		     const struct u4l_rx_frame *f, struct rx_batch *batch)
 {
-	bool consumed = true;
+	bool consumed = true, held_before;
 	const struct u4w_opinfo *info;
 	struct u4w_hdr h;
 	struct u4v_qp *qp;
@@ -66,28 +65,32 @@ static bool rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
 	if (f->flags & U4L_RX_CRC_ERR) {
 		__atomic_fetch_add(&ctx->cnt->crc_discards, 1,
 				   __ATOMIC_RELAXED);
-		return true;
+		return;
 	}
 	if (u4w_decode(f->buf, f->len, &h)) {
 		__atomic_fetch_add(&ctx->cnt->bad_frames, 1, __ATOMIC_RELAXED);
-		return true;
+		return;
 	}
 	qp = lookup_qp(ctx, h.dst_qpn);
 	info = u4w_opinfo(h.opcode);
 	if (!qp || U4W_TRANSPORT(h.opcode) != u4w_qpt_transport(qp->type)) {
 		__atomic_fetch_add(&ctx->cnt->bad_frames, 1, __ATOMIC_RELAXED);
-		return true;
+		return;
 	}
 	payload = (const uint8_t *)f->buf + u4w_hdr_len(h.opcode);
 	pthread_mutex_lock(&qp->lock);
-	if (qp->type == IBV_QPT_UD) {
-		consumed = u4v_ud_frame(qp, &h, payload, may_hold);
+	held_before = qp->held_count;
+	if (held_before && (qp->type == IBV_QPT_UD ||
+			    (qp->type == IBV_QPT_UC && qp->peer == peer))) {
+		consumed = false; /* behind frames already waiting: keep order */
+	} else if (qp->type == IBV_QPT_UD) {
+		consumed = u4v_ud_frame(qp, &h, payload, true);
 	} else if (qp->peer != peer || h.src_qpn != qp->dest_qpn) {
 		/* not from the QP this one is connected to */
 		__atomic_fetch_add(&ctx->cnt->bad_frames, 1, __ATOMIC_RELAXED);
 	} else if (info->flags & U4W_OPF_REQUEST) {
 		consumed = u4v_resp_frame(qp, peer, &h, payload, f->buf,
-					  f->len, may_hold);
+					  f->len, true);
 		if (qp->ack_pending && !qp->in_batch &&
 		    batch->ntouched < U4V_RX_BUDGET) {
 			qp->in_batch = true;
@@ -96,8 +99,9 @@ static bool rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
 	} else {
 		u4v_comp_frame(qp, &h, payload, f->buf, f->len);
 	}
+	if (!consumed && !u4v_hold_push(qp, f->buf, f->len))
+		__atomic_fetch_add(&ctx->cnt->bad_frames, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&qp->lock);
-	return consumed;
 }
 
 static unsigned int rx_channel(struct u4v_ctx *ctx, struct u4v_peer *peer)
@@ -110,24 +114,10 @@ static unsigned int rx_channel(struct u4v_ctx *ctx, struct u4v_peer *peer)
 
 	batch.ntouched = 0;
 	while (n < U4V_RX_BUDGET && ctx->ops->rx_peek(chan, &f) == 1) {
-		bool may_hold = !peer->hold_since ||
-				u4v_now() - peer->hold_since < U4V_RQ_GRACE_NS;
-
-		if (!rx_frame(ctx, peer, &f, &batch, may_hold)) {
-			/* waiting for a receive WQE: the frame stays put */
-			if (!peer->hold_since) {
-				peer->hold_since = u4v_now();
-				atomic_fetch_add(&ctx->rx_holds, 1);
-			}
-			break;
-		}
+		rx_frame(ctx, peer, &f, &batch);
 		if (f.flags & U4L_RX_NOWAKE)
 			__atomic_fetch_add(&ctx->cnt->stranded_rescues, 1,
 					   __ATOMIC_RELAXED);
-		if (peer->hold_since) {
-			peer->hold_since = 0;
-			atomic_fetch_sub(&ctx->rx_holds, 1);
-		}
 		ctx->ops->rx_release(chan);
 		n++;
 	}
@@ -171,6 +161,21 @@ static void push_pending(struct u4v_peer *peer)
 			break;
 		pthread_mutex_lock(&qp->lock);
 		u4v_qp_tx(qp);
+		pthread_mutex_unlock(&qp->lock);
+	}
+}
+
+static void drain_held(struct u4v_ctx *ctx)
+{
+	uint32_t i;
+
+	for (i = 0; i < ctx->nqps_slots; i++) {
+		struct u4v_qp *qp = ctx->qps[i];
+
+		if (!qp || !__atomic_load_n(&qp->held_count, __ATOMIC_RELAXED))
+			continue;
+		pthread_mutex_lock(&qp->lock);
+		u4v_hold_drain(qp);
 		pthread_mutex_unlock(&qp->lock);
 	}
 }
@@ -223,6 +228,8 @@ static unsigned int progress_locked(struct u4v_ctx *ctx)
 		if (peer->pending_head)
 			push_pending(peer);
 	}
+	if (atomic_load_explicit(&ctx->held_qps, memory_order_relaxed))
+		drain_held(ctx);
 	now = u4v_now();
 	if (now - ctx->last_timer_scan >= TIMER_SCAN_NS ||
 	    now >= ctx->next_timer_ns) {

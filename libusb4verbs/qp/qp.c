@@ -84,6 +84,7 @@ static void free_queues(struct u4v_qp *qp)
 	free(qp->atomics);
 	u4f_reorder_destroy(&qp->req_reorder);
 	u4f_reorder_destroy(&qp->resp_reorder);
+	u4v_hold_clear(qp);
 	for (i = 0; i < U4V_UD_PARTIALS; i++)
 		free(qp->ud_part[i].buf);
 }
@@ -291,6 +292,14 @@ static void reset_state(struct u4v_qp *qp)
 	qp->have_rwqe = false;
 	qp->in_msg = false;
 	qp->uc_drop = false;
+	qp->wr_mr = NULL;
+	qp->wr_va = qp->wr_len = 0;
+	qp->msg_off = 0;
+	qp->msn = 0;
+	qp->unacked = 0;
+	qp->resend_one = false;
+	qp->dup_acks = 0;
+	u4v_hold_clear(qp);
 	qp->nreads = 0;
 	qp->rd_pending = 0;
 	qp->ack_pending = false;

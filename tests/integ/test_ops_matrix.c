@@ -459,6 +459,53 @@ static void late_receive(enum ibv_qp_type type, const char *tag)
 	pair_down(&p);
 }
 
+/*
+ * A UC QP waiting for a receive must not stall the other QPs that share its
+ * channel: an RC SEND right behind it completes well within the grace.
+ */
+static void test_uc_wait_does_not_block_channel(void **state)
+{
+	struct pair uc, rc;
+	struct ibv_wc wc;
+	uint64_t t0, dt;
+
+	(void)state;
+	pair_up(&uc, "hol", IBV_QPT_UC, 65536);
+	/* an RC pair on the same two contexts: the same channel */
+	memset(&rc, 0, sizeof(rc));
+	rc = uc;
+	rc.type = IBV_QPT_RC;
+	rc.qa = u4vt_qp_create(&uc.a, IBV_QPT_RC, &uc.o);
+	rc.qb = u4vt_qp_create(&uc.b, IBV_QPT_RC, &uc.o);
+	u4vt_qp_connect(rc.qa, IBV_QPT_RC, u4v_qp_num(rc.qb), &uc.o);
+	u4vt_qp_connect(rc.qb, IBV_QPT_RC, u4v_qp_num(rc.qa), &uc.o);
+	assert_int_equal(u4vt_post_recv1(rc.qb, 50, (uintptr_t)uc.dst + 8192,
+					 4096, u4v_mr_lkey(uc.md)),
+			 0);
+	/* UC: no receive posted at the target */
+	assert_int_equal(post(&uc, IBV_WR_SEND, 1, IBV_SEND_SIGNALED, 100, 0,
+			      0, 0),
+			 0);
+	expect_send_wc(&uc, 1, IBV_WC_SEND, 100);
+	usleep(2000);
+	t0 = u4vt_now_ms();
+	assert_int_equal(post(&rc, IBV_WR_SEND, 2, IBV_SEND_SIGNALED, 100, 0,
+			      0, 0),
+			 0);
+	assert_int_equal(u4vt_poll(rc.b.cq, &wc, 1, TMO), 1);
+	dt = u4vt_now_ms() - t0;
+	assert_int_equal(wc.wr_id, 50);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	if (dt > 50)
+		fail_msg("RC SEND behind a UC QP waiting for a receive took "
+			 "%llu ms",
+			 (unsigned long long)dt);
+	expect_send_wc(&rc, 2, IBV_WC_SEND, 100);
+	assert_int_equal(u4v_destroy_qp(rc.qa), 0);
+	assert_int_equal(u4v_destroy_qp(rc.qb), 0);
+	pair_down(&uc);
+}
+
 static void test_uc_ud_late_receive(void **state)
 {
 	(void)state;
@@ -517,6 +564,7 @@ int main(void)
 		cmocka_unit_test(test_rc_send_too_long),
 		cmocka_unit_test(test_psn_wrap),
 		cmocka_unit_test(test_uc_ud_late_receive),
+		cmocka_unit_test(test_uc_wait_does_not_block_channel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
