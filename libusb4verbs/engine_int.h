@@ -35,6 +35,12 @@
 #define U4V_UD_PARTIALS 8u   /* UD messages in reassembly per QP */
 #define U4V_DUP_ACK_THRESH 3 /* duplicate ACKs that trigger a resend */
 #define U4V_ACK_EVERY 32u    /* frames between coalesced ACKs */
+/*
+ * READ jobs a responder keeps: max_dest_rd_atomic new READs, plus as many
+ * again for READs asked for a second time (a probe or a retransmit can ask
+ * again for one whose responses are still on their way).
+ */
+#define U4V_READ_JOBS (2 * U4V_MAX_QP_RD_ATOM)
 
 struct u4v_qp;
 

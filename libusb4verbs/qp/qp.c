@@ -64,7 +64,7 @@ static int alloc_queues(struct u4v_qp *qp)
 	if (ret)
 		return ret;
 	if (qp->type == IBV_QPT_RC) {
-		qp->reads = calloc(U4V_MAX_QP_RD_ATOM, sizeof(*qp->reads));
+		qp->reads = calloc(U4V_READ_JOBS, sizeof(*qp->reads));
 		qp->atomics = calloc(U4V_MAX_QP_RD_ATOM, sizeof(*qp->atomics));
 		if (!qp->reads || !qp->atomics)
 			return ENOMEM;

@@ -179,7 +179,7 @@ static bool add_read_job(struct u4v_qp *qp, const struct u4w_hdr *h)
 {
 	struct u4v_read_job *job;
 
-	if (qp->nreads == U4V_MAX_QP_RD_ATOM)
+	if (qp->nreads == U4V_READ_JOBS)
 		return false;
 	job = &qp->reads[qp->nreads++];
 	job->psn = h->psn;
