@@ -296,6 +296,9 @@ static inline struct u4v_swqe *u4v_sq_at(struct u4v_qp *qp, uint32_t idx)
 /* ctx.c */
 uint64_t u4v_now(void);
 void u4v_mutex_init(pthread_mutex_t *m);
+/* Count one more of a limited object (PDs, CQs, ...); false at the limit. */
+bool u4v_quota_take(struct u4v_ctx *ctx, uint32_t *count, uint32_t max);
+void u4v_quota_give(struct u4v_ctx *ctx, uint32_t *count);
 struct u4v_peer *u4v_peer_get(struct u4v_ctx *ctx, uint32_t remote_ctx,
 			      bool refresh, int *err);
 void u4v_peer_schedule(struct u4v_peer *peer, struct u4v_qp *qp);

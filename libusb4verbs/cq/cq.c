@@ -13,21 +13,14 @@ int u4v_create_cq(struct u4v_ctx *ctx, int cqe, struct u4v_cq **out)
 
 	if (cqe < 1 || (uint32_t)cqe > U4V_MAX_CQE)
 		return EINVAL;
-	pthread_mutex_lock(&ctx->obj_lock);
-	if (ctx->ncq >= U4V_MAX_CQ) {
-		pthread_mutex_unlock(&ctx->obj_lock);
+	if (!u4v_quota_take(ctx, &ctx->ncq, U4V_MAX_CQ))
 		return ENOMEM;
-	}
-	ctx->ncq++;
-	pthread_mutex_unlock(&ctx->obj_lock);
 	cq = calloc(1, sizeof(*cq));
 	if (cq)
 		cq->ring = calloc((size_t)cqe, sizeof(*cq->ring));
 	if (!cq || !cq->ring) {
 		free(cq);
-		pthread_mutex_lock(&ctx->obj_lock);
-		ctx->ncq--;
-		pthread_mutex_unlock(&ctx->obj_lock);
+		u4v_quota_give(ctx, &ctx->ncq);
 		return ENOMEM;
 	}
 	cq->ctx = ctx;
@@ -43,9 +36,7 @@ int u4v_destroy_cq(struct u4v_cq *cq)
 
 	if (atomic_load(&cq->refs))
 		return EBUSY;
-	pthread_mutex_lock(&ctx->obj_lock);
-	ctx->ncq--;
-	pthread_mutex_unlock(&ctx->obj_lock);
+	u4v_quota_give(ctx, &ctx->ncq);
 	pthread_spin_destroy(&cq->lock);
 	free(cq->ring);
 	free(cq);

@@ -200,6 +200,25 @@ struct u4v_peer *u4v_peer_get(struct u4v_ctx *ctx, uint32_t remote_ctx,
 	return peer;
 }
 
+bool u4v_quota_take(struct u4v_ctx *ctx, uint32_t *count, uint32_t max)
+{
+	bool ok;
+
+	pthread_mutex_lock(&ctx->obj_lock);
+	ok = *count < max;
+	if (ok)
+		(*count)++;
+	pthread_mutex_unlock(&ctx->obj_lock);
+	return ok;
+}
+
+void u4v_quota_give(struct u4v_ctx *ctx, uint32_t *count)
+{
+	pthread_mutex_lock(&ctx->obj_lock);
+	(*count)--;
+	pthread_mutex_unlock(&ctx->obj_lock);
+}
+
 /* Queue a QP to be pushed again when its channel has TX space. */
 void u4v_peer_schedule(struct u4v_peer *peer, struct u4v_qp *qp)
 {

@@ -5,6 +5,10 @@
  * pool and described in the shadow ring; one doorbell system call per
  * batch hands them over; completion is read from the real (read-only)
  * descriptor rings. RX buffers are given back in batches.
+ *
+ * Direct mode (USB4V_NHI_DIRECT, privileged): the descriptor rings are
+ * writable and the doorbells are stores into the mapped ring register
+ * pages; no system call per post or per RX batch.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -100,6 +104,7 @@ int u4l_nhi_raw_doorbell(struct u4l_dev *dev, uint32_t remote, bool has_tx,
 		a[n++] = attr_u32(U4V_ATTR_DOORBELL_TX_PROD, tx_prod);
 	if (has_rx)
 		a[n++] = attr_u32(U4V_ATTR_DOORBELL_RX_CONS, rx_cons);
+	count(&to_nhi(dev)->syscalls, 1);
 	return nhi_ioctl(to_nhi(dev)->cmd_fd, U4V_METHOD_DOORBELL, a, n);
 }
 
@@ -110,6 +115,7 @@ int u4l_nhi_raw_chan_get(struct u4l_dev *dev, uint32_t remote,
 
 	a[0] = attr_u32(U4V_ATTR_CHAN_GET_REMOTE, remote);
 	a[1] = attr_out(U4V_ATTR_CHAN_GET_INFO, info, sizeof(*info));
+	count(&to_nhi(dev)->syscalls, 1);
 	return nhi_ioctl(to_nhi(dev)->cmd_fd, U4V_METHOD_CHAN_GET, a, 2);
 }
 
@@ -139,8 +145,10 @@ static int nhi_chan_map(struct nhi_dev *d, const struct u4v_chan_info *info,
 		[U4V_MAP_SHADOW] = PROT_READ | PROT_WRITE,
 		[U4V_MAP_TX_POOL] = PROT_READ | PROT_WRITE,
 		[U4V_MAP_RX_POOL] = PROT_READ,
-		[U4V_MAP_DOORBELL] = PROT_READ | PROT_WRITE,
+		[U4V_MAP_TX_DB] = PROT_READ | PROT_WRITE,
+		[U4V_MAP_RX_DB] = PROT_READ | PROT_WRITE,
 	};
+	bool direct = info->flags & U4V_CHAN_DIRECT;
 	struct nhi_chan *c;
 
 	if (info->depth < U4V_RING_DEPTH_MIN ||
@@ -160,8 +168,10 @@ static int nhi_chan_map(struct nhi_dev *d, const struct u4v_chan_info *info,
 
 		if (!info->len[i])
 			continue;
-		p = mmap(NULL, info->len[i], prot[i], MAP_SHARED, d->cmd_fd,
-			 (off_t)info->off[i]);
+		p = mmap(NULL, info->len[i],
+			 prot[i] | (direct && i <= U4V_MAP_RX_DESC ?
+					    PROT_WRITE : 0),
+			 MAP_SHARED, d->cmd_fd, (off_t)info->off[i]);
 		if (p == MAP_FAILED) {
 			int err = -errno;
 
@@ -172,10 +182,24 @@ static int nhi_chan_map(struct nhi_dev *d, const struct u4v_chan_info *info,
 		c->len[i] = info->len[i];
 	}
 	if (!c->map[U4V_MAP_TX_DESC] || !c->map[U4V_MAP_RX_DESC] ||
-	    !c->map[U4V_MAP_SHADOW] || !c->map[U4V_MAP_TX_POOL] ||
-	    !c->map[U4V_MAP_RX_POOL]) {
+	    !c->map[U4V_MAP_TX_POOL] || !c->map[U4V_MAP_RX_POOL] ||
+	    (!direct && !c->map[U4V_MAP_SHADOW]) ||
+	    (direct && (!c->map[U4V_MAP_TX_DB] || !c->map[U4V_MAP_RX_DB] ||
+			(info->tx_hop + 1) * U4V_DB_SLOT_SIZE >
+				c->len[U4V_MAP_TX_DB] ||
+			(info->rx_hop + 1) * U4V_DB_SLOT_SIZE >
+				c->len[U4V_MAP_RX_DB]))) {
 		nhi_chan_unmap(c);
 		return -EPROTO;
+	}
+	c->direct = direct;
+	if (direct) {
+		c->tx_db = (volatile uint32_t *)((uint8_t *)c->map[U4V_MAP_TX_DB] +
+						 info->tx_hop * U4V_DB_SLOT_SIZE +
+						 U4V_DB_PROD_CONS);
+		c->rx_db = (volatile uint32_t *)((uint8_t *)c->map[U4V_MAP_RX_DB] +
+						 info->rx_hop * U4V_DB_SLOT_SIZE +
+						 U4V_DB_PROD_CONS);
 	}
 	c->txd = c->map[U4V_MAP_TX_DESC];
 	c->rxd = c->map[U4V_MAP_RX_DESC];
@@ -352,19 +376,36 @@ static void *nhi_tx_slot(struct u4l_chan *chan)
 	return c->tx_pool + (size_t)(c->tx_prod & c->mask) * U4V_FRAME_SIZE;
 }
 
+static uint32_t nhi_pack(uint32_t len, uint32_t pdf, uint32_t flags)
+{
+	return (len & U4V_DESC_LEN_MASK) | pdf << U4V_DESC_EOF_SHIFT |
+	       pdf << U4V_DESC_SOF_SHIFT | flags << U4V_DESC_FLAGS_SHIFT;
+}
+
 static void nhi_tx_post(struct u4l_chan *chan, uint32_t len, enum u4l_pdf pdf)
 {
 	struct nhi_chan *c = (struct nhi_chan *)chan;
-	struct u4v_shadow_desc *s = &c->shadow[c->tx_prod & c->mask];
+	struct u4v_shadow_desc *s;
 
+	count(&c->dev->counters.tx_frames, 1);
+	count(&c->dev->counters.tx_bytes, len);
+	if (c->direct) {
+		/* phys was set by the kernel: pool slot = ring position */
+		struct u4v_desc *dsc = &c->txd[c->tx_prod & c->mask];
+
+		dsc->time = 0;
+		dsc->len_flags = nhi_pack(len, pdf, U4V_DESC_POSTED |
+						       U4V_DESC_INTERRUPT);
+		c->tx_prod++;
+		return;
+	}
+	s = &c->shadow[c->tx_prod & c->mask];
 	s->slot = (uint16_t)(c->tx_prod & c->mask);
 	s->len = (uint16_t)len;
 	s->sof = (uint8_t)pdf;
 	s->eof = (uint8_t)pdf;
 	s->reserved = 0;
 	c->tx_prod++;
-	count(&c->dev->counters.tx_frames, 1);
-	count(&c->dev->counters.tx_bytes, len);
 }
 
 static void nhi_tx_doorbell(struct u4l_chan *chan)
@@ -374,6 +415,13 @@ static void nhi_tx_doorbell(struct u4l_chan *chan)
 
 	if (c->tx_prod == c->tx_rung || c->dead)
 		return;
+	if (c->direct) {
+		/* descriptors before the producer register, as for the NHI */
+		__atomic_store_n(c->tx_db, (c->tx_prod & c->mask)
+				 << U4V_DB_PROD_SHIFT, __ATOMIC_RELEASE);
+		c->tx_rung = c->tx_prod;
+		return;
+	}
 	ret = u4l_nhi_raw_doorbell(&c->dev->base, c->remote, true, c->tx_prod,
 				   false, 0);
 	if (ret == 0)
@@ -397,6 +445,17 @@ static void nhi_rx_flush(struct nhi_chan *c)
 {
 	if (c->rx_cons == c->rx_rel_rung || c->dead)
 		return;
+	if (c->direct) {
+		/* re-post the descriptors depth - 1 ahead, then the consumer */
+		for (uint32_t p = c->rx_rel_rung; p != c->rx_cons; p++)
+			c->rxd[(p + c->depth - 1) & c->mask].len_flags =
+				nhi_pack(0, 0, U4V_DESC_POSTED |
+						       U4V_DESC_INTERRUPT);
+		__atomic_store_n(c->rx_db, c->rx_cons & c->mask,
+				 __ATOMIC_RELEASE);
+		c->rx_rel_rung = c->rx_cons;
+		return;
+	}
 	if (u4l_nhi_raw_doorbell(&c->dev->base, c->remote, false, 0, true,
 				 c->rx_cons) == 0)
 		c->rx_rel_rung = c->rx_cons;
@@ -554,6 +613,7 @@ int u4l_nhi_open(int cmd_fd, uint32_t flags, int *async_fd,
 	struct ib_uverbs_get_context_resp core = { 0 };
 	struct u4v_alloc_ucontext_resp resp = { 0 };
 	struct nhi_dev *d;
+	const char *env;
 	void *st;
 	int ret;
 
@@ -568,8 +628,15 @@ int u4l_nhi_open(int cmd_fd, uint32_t flags, int *async_fd,
 		goto err;
 	}
 	req.event_fd = d->evfd;
+	env = getenv("USB4V_NHI_DIRECT");
+	if (env && (!strcmp(env, "1") || !strcmp(env, "try")))
+		flags |= U4L_NHI_DIRECT;
 	req.flags = (flags & U4L_NHI_DIRECT) ? U4V_UCTX_REQ_DIRECT : 0;
 	ret = nhi_get_context(cmd_fd, &req, &core, &resp);
+	if (ret == -EPERM && env && !strcmp(env, "try")) {
+		req.flags = 0;
+		ret = nhi_get_context(cmd_fd, &req, &core, &resp);
+	}
 	if (ret)
 		goto err;
 	if (async_fd)

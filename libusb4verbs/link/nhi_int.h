@@ -27,7 +27,9 @@ struct nhi_chan {
 	size_t len[U4V_MAP_NR];
 	struct u4v_desc *txd; /* read-only */
 	struct u4v_desc *rxd; /* read-only */
-	struct u4v_shadow_desc *shadow;
+	struct u4v_shadow_desc *shadow; /* safe mode */
+	bool direct;			/* U4V_CHAN_DIRECT */
+	volatile uint32_t *tx_db, *rx_db; /* direct: our register slots */
 	uint8_t *tx_pool;
 	const uint8_t *rx_pool;
 	/* TX side (engine TX lock) */
@@ -54,6 +56,7 @@ struct nhi_dev {
 	struct nhi_chan *new_head, *new_tail;
 	struct nhi_chan *old;
 	struct u4l_counters counters;
+	uint64_t syscalls; /* doorbell / channel ioctls made (tests) */
 };
 
 /* Raw kernel calls, for tests (bogus doorbells). Return 0 or -errno. */

@@ -22,18 +22,11 @@ int u4v_alloc_pd(struct u4v_ctx *ctx, struct u4v_pd **out)
 {
 	struct u4v_pd *pd;
 
-	pthread_mutex_lock(&ctx->obj_lock);
-	if (ctx->npd >= U4V_MAX_PD) {
-		pthread_mutex_unlock(&ctx->obj_lock);
+	if (!u4v_quota_take(ctx, &ctx->npd, U4V_MAX_PD))
 		return ENOMEM;
-	}
-	ctx->npd++;
-	pthread_mutex_unlock(&ctx->obj_lock);
 	pd = calloc(1, sizeof(*pd));
 	if (!pd) {
-		pthread_mutex_lock(&ctx->obj_lock);
-		ctx->npd--;
-		pthread_mutex_unlock(&ctx->obj_lock);
+		u4v_quota_give(ctx, &ctx->npd);
 		return ENOMEM;
 	}
 	pd->ctx = ctx;
@@ -47,9 +40,7 @@ int u4v_dealloc_pd(struct u4v_pd *pd)
 
 	if (atomic_load(&pd->refs))
 		return EBUSY;
-	pthread_mutex_lock(&ctx->obj_lock);
-	ctx->npd--;
-	pthread_mutex_unlock(&ctx->obj_lock);
+	u4v_quota_give(ctx, &ctx->npd);
 	free(pd);
 	return 0;
 }
@@ -281,18 +272,11 @@ int u4v_create_ah(struct u4v_pd *pd, const struct ibv_ah_attr *attr,
 
 	if (!attr || attr->port_num != 1)
 		return EINVAL;
-	pthread_mutex_lock(&ctx->obj_lock);
-	if (ctx->nah >= U4V_MAX_AH) {
-		pthread_mutex_unlock(&ctx->obj_lock);
+	if (!u4v_quota_take(ctx, &ctx->nah, U4V_MAX_AH))
 		return ENOMEM;
-	}
-	ctx->nah++;
-	pthread_mutex_unlock(&ctx->obj_lock);
 	ah = calloc(1, sizeof(*ah));
 	if (!ah) {
-		pthread_mutex_lock(&ctx->obj_lock);
-		ctx->nah--;
-		pthread_mutex_unlock(&ctx->obj_lock);
+		u4v_quota_give(ctx, &ctx->nah);
 		return ENOMEM;
 	}
 	ah->attr = *attr;
@@ -306,9 +290,7 @@ int u4v_destroy_ah(struct u4v_ah *ah)
 {
 	struct u4v_ctx *ctx = ah->pd->ctx;
 
-	pthread_mutex_lock(&ctx->obj_lock);
-	ctx->nah--;
-	pthread_mutex_unlock(&ctx->obj_lock);
+	u4v_quota_give(ctx, &ctx->nah);
 	atomic_fetch_sub(&ah->pd->refs, 1);
 	free(ah);
 	return 0;

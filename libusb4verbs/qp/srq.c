@@ -91,22 +91,15 @@ int u4v_create_srq(struct u4v_pd *pd, struct ibv_srq_attr *attr,
 	if (!attr || !attr->max_wr || attr->max_wr > U4V_MAX_SRQ_WR ||
 	    attr->max_sge > U4V_MAX_SGE || attr->srq_limit > attr->max_wr)
 		return EINVAL;
-	pthread_mutex_lock(&ctx->obj_lock);
-	if (ctx->nsrq >= U4V_MAX_SRQ) {
-		pthread_mutex_unlock(&ctx->obj_lock);
+	if (!u4v_quota_take(ctx, &ctx->nsrq, U4V_MAX_SRQ))
 		return ENOMEM;
-	}
-	ctx->nsrq++;
-	pthread_mutex_unlock(&ctx->obj_lock);
 	srq = calloc(1, sizeof(*srq));
 	ret = srq ? u4v_rq_init(&srq->rq, attr->max_wr,
 				attr->max_sge ? attr->max_sge : 1) :
 		    ENOMEM;
 	if (ret) {
 		free(srq);
-		pthread_mutex_lock(&ctx->obj_lock);
-		ctx->nsrq--;
-		pthread_mutex_unlock(&ctx->obj_lock);
+		u4v_quota_give(ctx, &ctx->nsrq);
 		return ret;
 	}
 	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
@@ -178,9 +171,7 @@ int u4v_destroy_srq(struct u4v_srq *srq)
 
 	if (atomic_load(&srq->refs))
 		return EBUSY;
-	pthread_mutex_lock(&ctx->obj_lock);
-	ctx->nsrq--;
-	pthread_mutex_unlock(&ctx->obj_lock);
+	u4v_quota_give(ctx, &ctx->nsrq);
 	atomic_fetch_sub(&srq->pd->refs, 1);
 	u4v_rq_destroy(&srq->rq);
 	pthread_spin_destroy(&srq->lock);

@@ -18,6 +18,12 @@ struct ibv_context;
 #define U4L_NHI_OWN_FD 0x2u	/* close cmd_fd in ops->close() */
 
 /*
+ * Environment: USB4V_NHI_DIRECT=1 adds U4L_NHI_DIRECT to every open (the
+ * open then fails with -EPERM where direct mode is not allowed);
+ * USB4V_NHI_DIRECT=try asks for direct mode and falls back to safe mode.
+ */
+
+/*
  * Create the kernel context on cmd_fd (an open /dev/infiniband/uverbsN of a
  * usb4v device that has no context yet) and attach a link device to it.
  * *async_fd receives the uverbs async event fd (may be NULL: then it is
