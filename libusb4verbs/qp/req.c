@@ -318,11 +318,18 @@ void u4v_req_rewind(struct u4v_qp *qp, uint32_t psn)
  */
 static uint64_t probe_ns(uint64_t tmo)
 {
+	/*
+	 * A quarter of the timeout, between 1 and 10 ms: short enough to
+	 * matter, long enough that a receiver merely slow to be scheduled on
+	 * a busy machine is not flooded with probes.
+	 */
 	uint64_t p = tmo / 4;
 
-	if (p > 1000000)
-		p = 1000000;
-	return p < 50000 ? 50000 : p;
+	if (p > 10000000)
+		p = 10000000;
+	if (p < 1000000)
+		p = tmo / 2 < 1000000 ? tmo / 2 : 1000000;
+	return p;
 }
 
 void u4v_req_arm_timer(struct u4v_qp *qp, uint64_t now)
