@@ -26,12 +26,15 @@
 #include "include/uapi/usb4verbs-abi.h"
 
 #define U4V_DRV_NAME "usb4verbs"
+/* sysfs abi_version libibverbs matches providers on (not U4V_ABI_VERSION) */
+#define U4V_UVERBS_ABI 1
 
 /* Private Thunderbolt definitions (not exported by 6.1 headers). */
 #define U4V_NHI_REG_TX_RING_BASE 0x00000
 #define U4V_NHI_REG_RX_RING_BASE 0x08000
 #define U4V_NHI_RING_SLOT_SIZE 16
 #define U4V_NHI_REG_HOP_COUNT 0x39640
+#define U4V_NHI_RING_PROD_CONS 8 /* TX: prod << 16; RX: cons */
 
 /* Module parameters (usb4verbs_main.c). */
 extern unsigned int u4v_ring_depth;
@@ -41,11 +44,13 @@ extern bool u4v_allow_direct;
 struct u4v_dev;
 struct u4v_ucontext;
 struct u4v_half;
+struct tb_ring;
 
 enum u4v_buf_kind {
 	U4V_BUF_PAGES,	/* alloc_pages_exact: soft cable, shadow, status */
 	U4V_BUF_COHERENT, /* dma_alloc_coherent on the NHI */
 	U4V_BUF_EXTERN,	/* memory owned elsewhere (tb_ring descriptors) */
+	U4V_BUF_IO,	/* an MMIO page (NHI ring registers), dma = phys */
 };
 
 struct u4v_buf {
@@ -63,7 +68,7 @@ struct u4v_buf {
 
 /* Per-position metadata the kernel keeps for TX (never re-read from user). */
 struct u4v_tx_meta {
-	u16 slot;
+	u32 off; /* byte offset in the TX pool */
 	u16 len;
 	u8 sof;
 	u8 eof;
@@ -76,7 +81,10 @@ struct u4v_half {
 	u32 remote_ctx;
 	u32 depth;
 	bool dead;
+	bool direct;   /* the owner writes descriptors and doorbells */
 	bool accepted; /* the owner has seen it (chan_get/accept) */
+	u32 tx_hop, rx_hop; /* register slots (direct mode) */
+	u32 *tx_db, *rx_db; /* soft cable: the slots in the owner's pages */
 	struct list_head pending; /* uctx->pending_chans until accepted */
 
 	struct u4v_buf *buf[U4V_MAP_NR];
@@ -94,11 +102,12 @@ struct u4v_half {
 	u32 rx_done; /* positions completed (frame delivered) */
 
 	/* hardware (Thunderbolt) rings, NULL on the soft cable */
-	void *hw;
+	struct tb_ring *hw_tx, *hw_rx;
 };
 
 struct u4v_chan {
 	struct mutex lock;
+	struct u4v_cable *cable;
 	struct u4v_half side[2];
 	bool loopback;	/* same end: no budget, no hardware */
 	bool self;	/* one context to itself: side[0] only */
@@ -114,6 +123,8 @@ struct u4v_cable_ops {
 	void (*tx_kick)(struct u4v_half *h);
 	/* RX positions given back on half h */
 	void (*rx_kick)(struct u4v_half *h);
+	/* direct mode: doorbell page rx (0 TX, 1 RX) of uctx (NULL: soft) */
+	struct u4v_buf *(*db_alloc)(struct u4v_ucontext *uctx, int rx);
 };
 
 struct u4v_cable {
@@ -129,6 +140,9 @@ struct u4v_cable {
 	u64 wire_rate;
 	bool up;
 	void *priv; /* Thunderbolt peer */
+	u32 nr_direct; /* direct contexts: the soft engine polls */
+	struct task_struct *engine;
+	wait_queue_head_t engine_wq;
 };
 
 struct u4v_dev {
@@ -147,6 +161,7 @@ struct u4v_ucontext {
 	struct u4v_dev *dev;
 	u32 ctx_id;
 	bool direct;
+	struct u4v_buf *db[2]; /* direct: TX and RX doorbell pages */
 	struct eventfd_ctx *evfd;
 	struct u4v_buf *status_buf;
 	struct u4v_status_page *status;
@@ -222,9 +237,12 @@ int u4v_doorbell(struct u4v_ucontext *uctx, u32 remote, bool has_tx,
 		 u32 tx_prod, bool has_rx, u32 rx_cons);
 void u4v_ctx_release_chans(struct u4v_ucontext *uctx);
 void u4v_half_wake(struct u4v_half *h, bool rx);
+bool u4v_direct_poll(struct u4v_half *h);
 
 /* usb4verbs_soft.c */
 void u4v_soft_pump(struct u4v_half *from, u32 *delivered, u32 *completed);
+int u4v_soft_engine_start(struct u4v_cable *cable);
+void u4v_soft_engine_stop(struct u4v_cable *cable);
 
 /* usb4verbs_tb.c */
 int u4v_tb_init(void);

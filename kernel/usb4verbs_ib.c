@@ -150,6 +150,34 @@ static void u4v_get_dev_fw_str(struct ib_device *ibdev, char *str)
 
 /* Contexts */
 
+/*
+ * Direct mode's doorbell pages: the NHI's ring register pages on a
+ * Thunderbolt cable, kernel pages the soft DMA engine scans otherwise.
+ */
+static int u4v_ctx_alloc_db(struct u4v_ucontext *uctx)
+{
+	const struct u4v_cable_ops *ops = uctx->dev->cable->ops;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		uctx->db[i] = ops->db_alloc ? ops->db_alloc(uctx, i) :
+					      u4v_buf_alloc(uctx, PAGE_SIZE, true);
+		if (!uctx->db[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void u4v_ctx_free_bufs(struct u4v_ucontext *uctx)
+{
+	u4v_buf_remove(uctx->db[0]);
+	u4v_buf_remove(uctx->db[1]);
+	u4v_buf_remove(uctx->status_buf);
+	uctx->db[0] = NULL;
+	uctx->db[1] = NULL;
+	uctx->status_buf = NULL;
+}
+
 static int u4v_alloc_ucontext(struct ib_ucontext *ibuc,
 			      struct ib_udata *udata)
 {
@@ -182,8 +210,7 @@ static int u4v_alloc_ucontext(struct ib_ucontext *ibuc,
 		/* Writable rings hand out the controller's DMA. */
 		if (!u4v_allow_direct || !capable(CAP_SYS_RAWIO))
 			return -EPERM;
-		/* writable rings + doorbell page: not implemented yet */
-		return -EOPNOTSUPP;
+		uctx->direct = true;
 	}
 	if (req.event_fd >= 0) {
 		uctx->evfd = eventfd_ctx_fdget(req.event_fd);
@@ -200,6 +227,9 @@ static int u4v_alloc_ucontext(struct ib_ucontext *ibuc,
 	}
 	uctx->status = uctx->status_buf->kva;
 	uctx->status->abi_version = U4V_ABI_VERSION;
+	ret = uctx->direct ? u4v_ctx_alloc_db(uctx) : 0;
+	if (ret)
+		goto err_status;
 
 	ret = u4v_ctx_attach(uctx);
 	if (ret)
@@ -223,8 +253,7 @@ static int u4v_alloc_ucontext(struct ib_ucontext *ibuc,
 err_detach:
 	u4v_ctx_detach(uctx);
 err_status:
-	u4v_buf_remove(uctx->status_buf);
-	uctx->status_buf = NULL;
+	u4v_ctx_free_bufs(uctx);
 err_evfd:
 	if (uctx->evfd)
 		eventfd_ctx_put(uctx->evfd);
@@ -237,8 +266,7 @@ static void u4v_dealloc_ucontext(struct ib_ucontext *ibuc)
 	struct u4v_ucontext *uctx = to_u4v_uctx(ibuc);
 
 	u4v_ctx_detach(uctx);
-	u4v_buf_remove(uctx->status_buf);
-	uctx->status_buf = NULL;
+	u4v_ctx_free_bufs(uctx);
 	if (uctx->evfd)
 		eventfd_ctx_put(uctx->evfd);
 	uctx->evfd = NULL;
@@ -253,7 +281,6 @@ static int u4v_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *e;
 	struct u4v_buf *buf;
-	unsigned long pfn;
 	int ret;
 
 	e = rdma_user_mmap_entry_get(ibuc, vma);
@@ -271,10 +298,15 @@ static int u4v_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 		vma->vm_flags &= ~VM_MAYWRITE;
 #endif
 	}
-	/* every kind is linear-map memory; it stays until mmap_free */
-	pfn = page_to_pfn(virt_to_page(buf->kva));
-	ret = rdma_user_mmap_io(ibuc, vma, pfn, buf->size, vma->vm_page_prot,
-				e);
+	/* linear-map memory or MMIO; it stays until mmap_free */
+	if (buf->kind == U4V_BUF_IO)
+		ret = rdma_user_mmap_io(ibuc, vma, PHYS_PFN(buf->dma),
+					buf->size,
+					pgprot_noncached(vma->vm_page_prot), e);
+	else
+		ret = rdma_user_mmap_io(ibuc, vma,
+					page_to_pfn(virt_to_page(buf->kva)),
+					buf->size, vma->vm_page_prot, e);
 out:
 	rdma_user_mmap_entry_put(e);
 	return ret;
@@ -614,7 +646,7 @@ static const struct uapi_definition u4v_uapi_defs[] = {
 static const struct ib_device_ops u4v_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
-	.uverbs_abi_ver = U4V_ABI_VERSION,
+	.uverbs_abi_ver = U4V_UVERBS_ABI,
 
 	.alloc_pd = u4v_alloc_pd,
 	.alloc_ucontext = u4v_alloc_ucontext,

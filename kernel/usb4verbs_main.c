@@ -44,6 +44,7 @@ struct u4v_cable *u4v_cable_alloc(const struct u4v_cable_ops *ops,
 	cable->max_channels = max_channels;
 	cable->wire_rate = wire_rate;
 	cable->up = true;
+	init_waitqueue_head(&cable->engine_wq);
 	return cable;
 }
 
@@ -90,6 +91,8 @@ int u4v_ctx_attach(struct u4v_ucontext *uctx)
 		cable->alive_mask |= BIT_ULL(id);
 		uctx->ctx_id = id;
 		uctx->status->ctx_id = id;
+		if (uctx->direct && !cable->nr_direct++)
+			wake_up(&cable->engine_wq);
 		u4v_cable_publish(cable);
 		ret = 0;
 		break;
@@ -107,6 +110,7 @@ void u4v_ctx_detach(struct u4v_ucontext *uctx)
 	if (cable->ctx[uctx->ctx_id] == uctx) {
 		cable->ctx[uctx->ctx_id] = NULL;
 		cable->alive_mask &= ~BIT_ULL(uctx->ctx_id);
+		cable->nr_direct -= uctx->direct;
 	}
 	u4v_ctx_release_chans(uctx);
 	u4v_cable_publish(cable);
@@ -150,6 +154,9 @@ static int u4v_soft_cable_create(void)
 			goto err;
 		}
 	}
+	ret = u4v_allow_direct ? u4v_soft_engine_start(soft) : 0;
+	if (ret)
+		goto err;
 	return 0;
 err:
 	for (i = 0; i < 2; i++)
@@ -166,6 +173,7 @@ static void u4v_soft_cable_destroy(void)
 
 	if (!soft)
 		return;
+	u4v_soft_engine_stop(soft);
 	u4v_cable_down(soft);
 	for (i = 0; i < 2; i++)
 		if (soft->end[i])

@@ -57,6 +57,8 @@ void u4v_buf_free(struct u4v_buf *buf)
 	case U4V_BUF_COHERENT:
 		dma_free_coherent(buf->dma_dev, buf->size, buf->kva, buf->dma);
 		break;
+	case U4V_BUF_IO:
+		break;
 	case U4V_BUF_EXTERN:
 		if (buf->release)
 			buf->release(buf);
@@ -78,10 +80,20 @@ static void u4v_half_fill_info(struct u4v_half *h, struct u4v_chan_info *info)
 	info->remote_ctx = h->remote_ctx;
 	info->depth = h->depth;
 	info->flags = h->chan->loopback ? U4V_CHAN_LOOPBACK : 0;
+	if (h->direct) {
+		info->flags |= U4V_CHAN_DIRECT;
+		info->tx_hop = h->tx_hop;
+		info->rx_hop = h->rx_hop;
+		h->buf[U4V_MAP_TX_DB] = h->uctx->db[0];
+		h->buf[U4V_MAP_RX_DB] = h->uctx->db[1];
+	}
 	for (i = 0; i < U4V_MAP_NR; i++) {
 		info->off[i] = u4v_buf_off(h->buf[i]);
 		info->len[i] = h->buf[i] ? h->buf[i]->size : 0;
 	}
+	/* the doorbell pages belong to the context, not to the half */
+	h->buf[U4V_MAP_TX_DB] = NULL;
+	h->buf[U4V_MAP_RX_DB] = NULL;
 }
 
 static void u4v_half_remove_bufs(struct u4v_half *h)
@@ -113,19 +125,31 @@ static int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
 	h->tx_meta = kcalloc(depth, sizeof(*h->tx_meta), GFP_KERNEL);
 	if (!h->tx_meta)
 		return -ENOMEM;
-	h->buf[U4V_MAP_TX_DESC] = u4v_buf_alloc(owner, ring, false);
-	h->buf[U4V_MAP_RX_DESC] = u4v_buf_alloc(owner, ring, false);
-	h->buf[U4V_MAP_SHADOW] =
-		u4v_buf_alloc(owner, depth * sizeof(struct u4v_shadow_desc),
-			      true);
+	h->direct = owner->direct;
+	h->buf[U4V_MAP_TX_DESC] = u4v_buf_alloc(owner, ring, h->direct);
+	h->buf[U4V_MAP_RX_DESC] = u4v_buf_alloc(owner, ring, h->direct);
+	if (!h->direct)
+		h->buf[U4V_MAP_SHADOW] = u4v_buf_alloc(owner, depth *
+			sizeof(struct u4v_shadow_desc), true);
 	h->buf[U4V_MAP_TX_POOL] = u4v_buf_alloc(owner, pool, true);
 	h->buf[U4V_MAP_RX_POOL] = u4v_buf_alloc(owner, pool, false);
-	for (i = 0; i < U4V_MAP_DOORBELL; i++)
-		if (!h->buf[i])
+	for (i = 0; i < U4V_MAP_TX_DB; i++)
+		if (!h->buf[i] && (i != U4V_MAP_SHADOW || !h->direct))
 			goto err;
+	if (h->direct) {
+		/* soft cable: slot = remote context id (TB: its ring hops) */
+		h->tx_hop = remote;
+		h->rx_hop = remote;
+		h->tx_db = owner->db[0]->kva + remote * U4V_DB_SLOT_SIZE +
+			   U4V_DB_PROD_CONS;
+		h->rx_db = owner->db[1]->kva + remote * U4V_DB_SLOT_SIZE +
+			   U4V_DB_PROD_CONS;
+		WRITE_ONCE(*h->tx_db, 0);
+		WRITE_ONCE(*h->rx_db, 0);
+	}
 	h->tx_desc = h->buf[U4V_MAP_TX_DESC]->kva;
 	h->rx_desc = h->buf[U4V_MAP_RX_DESC]->kva;
-	h->shadow = h->buf[U4V_MAP_SHADOW]->kva;
+	h->shadow = h->direct ? NULL : h->buf[U4V_MAP_SHADOW]->kva;
 	h->tx_pool = h->buf[U4V_MAP_TX_POOL]->kva;
 	h->rx_pool = h->buf[U4V_MAP_RX_POOL]->kva;
 
@@ -133,6 +157,7 @@ static int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
 	for (i = 0; i < depth; i++) {
 		h->tx_desc[i].phys = (u64)i * U4V_FRAME_SIZE;
 		h->rx_desc[i].phys = (u64)i * U4V_FRAME_SIZE;
+		h->tx_meta[i].off = i * U4V_FRAME_SIZE;
 		if (i < depth - 1)
 			h->rx_desc[i].len_flags =
 				(U4V_DESC_POSTED | U4V_DESC_INTERRUPT)
@@ -213,6 +238,7 @@ static int u4v_chan_create(struct u4v_ucontext *x, struct u4v_ucontext *y,
 	if (!chan)
 		return -ENOMEM;
 	mutex_init(&chan->lock);
+	chan->cable = cable;
 	chan->self = x == y;
 	chan->loopback = x->dev == y->dev;
 	if (!chan->loopback) {
@@ -375,14 +401,16 @@ static int u4v_tx_commit(struct u4v_half *h, u32 tx_prod)
 	for (i = 0; i < n; i++) {
 		struct u4v_shadow_desc *s;
 		struct u4v_tx_meta m;
+		u16 slot;
 
 		pos = (h->tx_prod + i) & mask;
 		s = &h->shadow[pos];
-		m.slot = READ_ONCE(s->slot);
+		slot = READ_ONCE(s->slot);
+		m.off = slot * U4V_FRAME_SIZE;
 		m.len = READ_ONCE(s->len);
 		m.sof = READ_ONCE(s->sof);
 		m.eof = READ_ONCE(s->eof);
-		if (m.slot >= h->depth || m.len == 0 ||
+		if (slot >= h->depth || m.len == 0 ||
 		    m.len > U4V_FRAME_SIZE || m.sof > U4V_DESC_PDF_MASK ||
 		    m.eof > U4V_DESC_PDF_MASK)
 			return -EINVAL;
@@ -393,8 +421,7 @@ static int u4v_tx_commit(struct u4v_half *h, u32 tx_prod)
 
 		pos = (h->tx_prod + i) & mask;
 		m = &h->tx_meta[pos];
-		h->tx_desc[pos].phys = h->buf[U4V_MAP_TX_POOL]->dma +
-				       (u64)m->slot * U4V_FRAME_SIZE;
+		h->tx_desc[pos].phys = h->buf[U4V_MAP_TX_POOL]->dma + m->off;
 		h->tx_desc[pos].time = 0;
 		WRITE_ONCE(h->tx_desc[pos].len_flags,
 			   u4v_pack(m->len, m->sof, m->eof,
@@ -424,13 +451,40 @@ static int u4v_rx_commit(struct u4v_half *h, u32 rx_cons)
 	return 0;
 }
 
+/* Move frames after a doorbell on half h. Under chan->lock. */
+static void u4v_half_move(struct u4v_half *h, bool tx, bool rx)
+{
+	const struct u4v_cable_ops *ops = h->chan->cable->ops;
+	struct u4v_half *peer = h->peer;
+	u32 delivered, completed;
+
+	if (!h->chan->loopback && ops->tx_kick) {
+		if (rx)
+			ops->rx_kick(h);
+		if (tx)
+			ops->tx_kick(h);
+		return;
+	}
+	/* our TX into the peer's posted RX: an RX interrupt there */
+	if (tx) {
+		u4v_soft_pump(h, &delivered, &completed);
+		if (delivered)
+			u4v_half_wake(peer, true);
+	}
+	/* RX space freed: the peer's stalled TX moves now */
+	if (rx && !peer->dead) {
+		u4v_soft_pump(peer, &delivered, &completed);
+		if (delivered)
+			u4v_half_wake(h, true);
+		if (completed && peer != h)
+			u4v_half_wake(peer, false);
+	}
+}
+
 int u4v_doorbell(struct u4v_ucontext *uctx, u32 remote, bool has_tx,
 		 u32 tx_prod, bool has_rx, u32 rx_cons)
 {
-	const struct u4v_cable_ops *ops = uctx->dev->cable->ops;
-	struct u4v_half *h, *peer;
-	struct u4v_chan *chan;
-	u32 delivered, completed;
+	struct u4v_half *h;
 	int ret = 0;
 
 	if (remote >= U4V_MAX_CTX)
@@ -439,46 +493,65 @@ int u4v_doorbell(struct u4v_ucontext *uctx, u32 remote, bool has_tx,
 	h = READ_ONCE(uctx->halves[remote]);
 	if (!h || !h->accepted)
 		return -ENOENT;
-	chan = h->chan;
-	peer = h->peer;
+	if (h->direct)
+		return -EINVAL; /* no shadow ring: use the doorbell page */
 
-	mutex_lock(&chan->lock);
-	if (h->dead) {
+	mutex_lock(&h->chan->lock);
+	if (h->dead)
 		ret = -ENOLINK;
-		goto out;
-	}
-	if (has_rx) {
+	if (!ret && has_rx)
 		ret = u4v_rx_commit(h, rx_cons);
-		if (ret)
-			goto out;
-	}
-	if (has_tx) {
+	if (!ret && has_tx)
 		ret = u4v_tx_commit(h, tx_prod);
-		if (ret)
-			goto out;
-	}
-	if (chan->loopback || !ops->tx_kick) {
-		/* our TX into the peer's posted RX: an RX interrupt there */
-		if (has_tx) {
-			u4v_soft_pump(h, &delivered, &completed);
-			if (delivered)
-				u4v_half_wake(peer, true);
-		}
-		/* RX space freed: the peer's stalled TX moves now */
-		if (has_rx && !peer->dead) {
-			u4v_soft_pump(peer, &delivered, &completed);
-			if (delivered)
-				u4v_half_wake(h, true);
-			if (completed && peer != h)
-				u4v_half_wake(peer, false);
-		}
-	} else {
-		if (has_rx)
-			ops->rx_kick(h);
-		if (has_tx)
-			ops->tx_kick(h);
-	}
-out:
-	mutex_unlock(&chan->lock);
+	if (!ret)
+		u4v_half_move(h, has_tx, has_rx);
+	mutex_unlock(&h->chan->lock);
 	return ret;
+}
+
+/*
+ * The direct-mode doorbell, seen by the soft DMA engine: new positions in
+ * the doorbell slots. Descriptors are read once each; the engine only
+ * ever reads inside the half's own TX pool (a phys outside it means the
+ * position's own slot). Returns whether anything moved. Under
+ * cable->lock (h stays alive).
+ */
+bool u4v_direct_poll(struct u4v_half *h)
+{
+	u32 mask = h->depth - 1, pool = h->depth * U4V_FRAME_SIZE;
+	u32 i, n, prod, cons, pos, lf, len;
+	bool tx = false, rx = false;
+	u64 phys;
+
+	mutex_lock(&h->chan->lock);
+	if (h->dead || !h->direct)
+		goto out;
+	cons = READ_ONCE(*h->rx_db) & mask;
+	n = (cons - h->rx_rel) & mask;
+	rx = n && !u4v_rx_commit(h, h->rx_rel + n);
+	prod = (READ_ONCE(*h->tx_db) >> U4V_DB_PROD_SHIFT) & mask;
+	n = (prod - h->tx_prod) & mask;
+	if (n && h->tx_prod + n - h->tx_done <= h->depth - 1) {
+		for (i = 0; i < n; i++) {
+			struct u4v_tx_meta *m;
+
+			pos = (h->tx_prod + i) & mask;
+			m = &h->tx_meta[pos];
+			/* pairs with the poster's release of the doorbell */
+			lf = smp_load_acquire(&h->tx_desc[pos].len_flags);
+			phys = READ_ONCE(h->tx_desc[pos].phys);
+			len = lf & U4V_DESC_LEN_MASK ? : U4V_FRAME_SIZE;
+			m->off = phys <= pool - len ? phys : pos * U4V_FRAME_SIZE;
+			m->len = len;
+			m->sof = (lf >> U4V_DESC_SOF_SHIFT) & U4V_DESC_PDF_MASK;
+			m->eof = (lf >> U4V_DESC_EOF_SHIFT) & U4V_DESC_PDF_MASK;
+		}
+		h->tx_prod += n;
+		tx = true;
+	}
+	if (tx || rx || h->tx_done != h->tx_prod)
+		u4v_half_move(h, true, rx);
+out:
+	mutex_unlock(&h->chan->lock);
+	return tx || rx;
 }

@@ -8,8 +8,18 @@
  * way the hardware completes them. With no RX descriptor posted the TX
  * ring stalls (end-to-end flow control) until the receiver gives buffers
  * back; a dead receiver completes TX frames without delivering them.
+ *
+ * Safe-mode channels move on the doorbell system call. Direct-mode
+ * channels have no system call to hook: like the NHI, which notices a
+ * producer register write by itself, a kernel thread per soft cable polls
+ * the doorbell pages of direct contexts (every 10-20 us while frames flow,
+ * every 0.5-1 ms after 0.2 s without work, not at all without a direct
+ * context).
  */
 #include <linux/string.h>
+#include <linux/kthread.h>
+#include <linux/delay.h>
+#include <linux/sched.h>
 
 #include "usb4verbs.h"
 
@@ -40,7 +50,7 @@ void u4v_soft_pump(struct u4v_half *tx, u32 *delivered, u32 *completed)
 			if (rx->rx_done - rx->rx_rel >= rx->depth - 1)
 				break;
 			memcpy(rx->rx_pool + (size_t)rpos * U4V_FRAME_SIZE,
-			       tx->tx_pool + (size_t)m->slot * U4V_FRAME_SIZE,
+			       tx->tx_pool + m->off,
 			       m->len);
 			/* payload before the COMPLETED bit, as DMA would */
 			smp_store_release(&rx->rx_desc[rpos].len_flags,
@@ -55,4 +65,62 @@ void u4v_soft_pump(struct u4v_half *tx, u32 *delivered, u32 *completed)
 		tx->tx_done++;
 		(*completed)++;
 	}
+}
+
+/* One pass over every direct context's channels. */
+static bool u4v_soft_scan(struct u4v_cable *cable)
+{
+	bool busy = false;
+	u32 i, j;
+
+	mutex_lock(&cable->lock);
+	for (i = 0; i < U4V_MAX_CTX; i++) {
+		struct u4v_ucontext *c = cable->ctx[i];
+
+		if (!c || !c->direct)
+			continue;
+		for (j = 0; j < U4V_MAX_CTX; j++)
+			if (c->halves[j] && u4v_direct_poll(c->halves[j]))
+				busy = true;
+	}
+	mutex_unlock(&cable->lock);
+	return busy;
+}
+
+static int u4v_soft_engine(void *data)
+{
+	struct u4v_cable *cable = data;
+	unsigned int idle = 0;
+
+	while (!kthread_should_stop()) {
+		if (!READ_ONCE(cable->nr_direct)) {
+			wait_event_interruptible(cable->engine_wq,
+						 READ_ONCE(cable->nr_direct) ||
+						 kthread_should_stop());
+			continue;
+		}
+		idle = u4v_soft_scan(cable) ? 0 : idle + 1;
+		if (idle < 10000)
+			usleep_range(10, 20);
+		else
+			usleep_range(500, 1000);
+	}
+	return 0;
+}
+
+int u4v_soft_engine_start(struct u4v_cable *cable)
+{
+	struct task_struct *t = kthread_run(u4v_soft_engine, cable, "u4v-dma");
+
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	cable->engine = t;
+	return 0;
+}
+
+void u4v_soft_engine_stop(struct u4v_cable *cable)
+{
+	if (cable->engine)
+		kthread_stop(cable->engine);
+	cable->engine = NULL;
 }

@@ -13,6 +13,8 @@
 #include <linux/slab.h>
 #include <linux/uuid.h>
 #include <linux/workqueue.h>
+#include <linux/pci.h>
+#include <linux/io.h>
 #include <linux/thunderbolt.h>
 
 #include "usb4verbs.h"
@@ -106,20 +108,63 @@ static void u4v_tb_fill_hdr(struct u4v_tb_peer *p, struct u4v_tb_hdr *h,
 	h->command = p->command++;
 }
 
-/* The hardware sets nothing up for a channel yet: see the report. */
+/*
+ * Cross-host channels are not negotiated yet (kernel/README): connects
+ * over a real cable fail until they are.
+ */
 static int u4v_tb_chan_open(struct u4v_chan *chan)
 {
 	return -EOPNOTSUPP;
 }
 
-static void u4v_tb_kick(struct u4v_half *h)
+/* Safe-mode doorbells: the NHI's producer / consumer registers. */
+static void __iomem *u4v_tb_ring_reg(struct u4v_half *h, bool rx)
 {
+	struct tb_ring *ring = rx ? h->hw_rx : h->hw_tx;
+
+	return ring->nhi->iobase + U4V_NHI_RING_PROD_CONS +
+	       (rx ? U4V_NHI_REG_RX_RING_BASE : U4V_NHI_REG_TX_RING_BASE) +
+	       ring->hop * U4V_NHI_RING_SLOT_SIZE;
+}
+
+static void u4v_tb_tx_kick(struct u4v_half *h)
+{
+	if (h->hw_tx)
+		writel((h->tx_prod & (h->depth - 1)) << 16,
+		       u4v_tb_ring_reg(h, false));
+}
+
+static void u4v_tb_rx_kick(struct u4v_half *h)
+{
+	if (h->hw_rx)
+		writel(h->rx_rel & (h->depth - 1), u4v_tb_ring_reg(h, true));
+}
+
+/* Direct mode: the NHI's TX or RX ring register page (every ring's). */
+static struct u4v_buf *u4v_tb_db_alloc(struct u4v_ucontext *uctx, int rx)
+{
+	struct u4v_tb_peer *p = uctx->dev->cable->priv;
+	struct u4v_buf *buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+
+	if (!buf)
+		return NULL;
+	buf->kind = U4V_BUF_IO;
+	buf->size = PAGE_SIZE;
+	buf->writable = true;
+	buf->dma = pci_resource_start(p->xd->tb->nhi->pdev, 0) +
+		   (rx ? U4V_NHI_REG_RX_RING_BASE : U4V_NHI_REG_TX_RING_BASE);
+	if (rdma_user_mmap_entry_insert(&uctx->ibuc, &buf->rdma, PAGE_SIZE)) {
+		kfree(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 static const struct u4v_cable_ops u4v_tb_cable_ops = {
 	.chan_open = u4v_tb_chan_open,
-	.tx_kick = u4v_tb_kick,
-	.rx_kick = u4v_tb_kick,
+	.tx_kick = u4v_tb_tx_kick,
+	.rx_kick = u4v_tb_rx_kick,
+	.db_alloc = u4v_tb_db_alloc,
 };
 
 /* RX interrupt (polling mode): wake the contexts of this cable. */

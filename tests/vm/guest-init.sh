@@ -42,6 +42,9 @@ ls -l /dev/infiniband/
 if [ -x /usr/bin/u4v_ktest ]; then
 	timeout 60 u4v_ktest 2
 	step ktest $?
+	# allow_direct=0: direct mode refused even for root
+	timeout 20 u4v_ktest refused
+	step direct_refused_param $?
 else
 	skipstep ktest "u4v_ktest not built"
 fi
@@ -74,14 +77,18 @@ pair() { # name server-cmd client-cmd  (the client gets "localhost" appended)
 perf() { # label dev tool args...
 	label=$1; dev=$2; tool=$3; shift 3
 	pair "${label}" "$tool -d $dev -F $*" "$tool -d $dev -F $*"
-	bw=$(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 {v=$4} END {print v}' /tmp/$label.cli)
-	echo "PERF $label ${bw:-0}"
+	perf_figure $label
+}
+perf_figure() { # the BW average column of the client's last result line
+	bw=$(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 {v=$4} END {print v}' /tmp/$1.cli)
+	echo "PERF $1 ${bw:-0}"
+	awk -v b="${bw:-0}" 'BEGIN { exit !(b + 0 > 0) }'
+	step ${1}_figure $? "MB/s=${bw:-none}"
 }
 perf2() { # label server-dev client-dev tool args...
 	label=$1; sdev=$2; cdev=$3; tool=$4; shift 4
 	pair "${label}" "$tool -d $sdev -F $*" "$tool -d $cdev -F $*"
-	bw=$(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 {v=$4} END {print v}' /tmp/$label.cli)
-	echo "PERF $label ${bw:-0}"
+	perf_figure $label
 }
 
 if [ "$PLAN" = extra ] && [ -e /etc/u4v-extra.sh ]; then
@@ -138,6 +145,26 @@ if [ -x /usr/bin/u4v_ktest ]; then
 else
 	timeout 60 rmmod usb4verbs
 	step unload $?
+fi
+# Direct mode: allow_direct=1, root with CAP_SYS_RAWIO only.
+if [ -x /usr/bin/u4v_ktest ] && [ ! -d /sys/module/usb4verbs ]; then
+	insmod /lib/modules/usb4verbs.ko soft_cable=1 allow_direct=1
+	step load_allow_direct $?
+	timeout 60 u4v_ktest direct 1
+	step direct_mode $?
+	timeout 20 u4v_ktest nocap
+	step direct_refused_nocap $?
+	timeout 20 u4v_ktest nobody
+	step direct_refused_uid $?
+	if [ "$PLAN" = full ] && [ $have_provider = 1 ]; then
+		# the unmodified tools over direct channels (USB4V_NHI_DIRECT=1)
+		export USB4V_NHI_DIRECT=1
+		pair direct_rc_pingpong "ibv_rc_pingpong -d usb4v1 -g 0 -n 200" "ibv_rc_pingpong -d usb4v0 -g 0 -n 200"
+		perf2 direct_write_bw usb4v1 usb4v0 ib_write_bw -n 1000
+		unset USB4V_NHI_DIRECT
+	fi
+	timeout 60 rmmod usb4verbs
+	step unload_direct $?
 fi
 dmesg | grep -iE 'usb4verbs|BUG|WARNING|Oops|general protection' | head -40
 if dmesg | grep -qE 'BUG:|WARNING:|Oops|general protection'; then

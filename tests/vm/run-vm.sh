@@ -162,5 +162,9 @@ cat "$OUT/markers.txt"
 "$SRC/tests/vm/report.sh" "$LOG" | tee "$OUT/report.txt"
 grep -q '^U4V-DONE' "$LOG" || { tail -40 "$LOG"; fail "VM did not finish"; }
 if grep -q '^U4V-STEP .* FAIL' "$LOG"; then fail "steps failed (log: $LOG)"; fi
+if [ "$PLAN" = full ] && grep -q '^U4V-STEP ibv_devinfo PASS' "$LOG" &&
+	[ "$(grep -cE '^PERF-RATIO .* ratio [0-9]+\.[0-9]+$' "$OUT/report.txt")" -ne 4 ]; then
+	fail "usb4verbs/rxe ratio lines missing"
+fi
 say "all steps passed"
 exit 0

@@ -7,6 +7,11 @@
  *
  * Prints "KTEST <name> PASS|FAIL ..." per check; exit status 0 when all
  * passed. Usage: u4v_ktest [seconds-of-throughput]
+ *   u4v_ktest hold      keep a channel open until the module goes away
+ *   u4v_ktest direct S  direct mode (root, allow_direct=1): no syscalls
+ *   u4v_ktest refused   direct mode must fail with EPERM, safe mode works
+ *   u4v_ktest nocap     the same after dropping CAP_SYS_RAWIO
+ *   u4v_ktest nobody    the same as uid/gid 65534
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -16,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "link/nhi_int.h"
@@ -76,7 +83,9 @@ static int open_ibdev(const char *ibdev)
 	return fd;
 }
 
-static struct u4l_dev *open_ctx(const char *ibdev)
+static int open_err;
+
+static struct u4l_dev *open_ctx_flags(const char *ibdev, uint32_t flags)
 {
 	struct u4l_dev *dev;
 	int fd = open_ibdev(ibdev);
@@ -84,15 +93,27 @@ static struct u4l_dev *open_ctx(const char *ibdev)
 
 	if (fd < 0) {
 		fprintf(stderr, "cannot open %s: %m\n", ibdev);
+		open_err = -errno;
 		return NULL;
 	}
-	ret = u4l_nhi_open(fd, U4L_NHI_OWN_FD, NULL, &dev);
+	ret = u4l_nhi_open(fd, U4L_NHI_OWN_FD | flags, NULL, &dev);
+	open_err = ret;
 	if (ret) {
 		fprintf(stderr, "u4l_nhi_open(%s): %s\n", ibdev, strerror(-ret));
 		close(fd);
 		return NULL;
 	}
 	return dev;
+}
+
+static struct u4l_dev *open_ctx(const char *ibdev)
+{
+	return open_ctx_flags(ibdev, 0);
+}
+
+static uint64_t nsys(struct u4l_dev *d)
+{
+	return ((struct nhi_dev *)d)->syscalls;
 }
 
 static void fill(uint8_t *p, uint32_t len, uint32_t seq)
@@ -133,9 +154,11 @@ static uint32_t transfer(struct u4l_dev *tx, struct u4l_chan *tc,
 			 struct u4l_dev *rx, struct u4l_chan *rc, uint32_t n)
 {
 	const struct u4l_ops *to = tx->ops, *ro = rx->ops;
-	uint32_t sent = 0, got = 0, idle = 0;
+	uint32_t sent = 0, got = 0;
+	uint64_t last = u4l_now_ns();
 
-	while (got < n && idle < 100000) {
+	/* direct mode: the soft engine may take a millisecond to look */
+	while (got < n && u4l_now_ns() - last < 3000000000ull) {
 		uint32_t batch = 0;
 		struct u4l_rx_frame f;
 		void *slot;
@@ -159,7 +182,8 @@ static uint32_t transfer(struct u4l_dev *tx, struct u4l_chan *tc,
 			got++;
 			batch++;
 		}
-		idle = batch ? 0 : idle + 1;
+		if (batch)
+			last = u4l_now_ns();
 	}
 	return got;
 }
@@ -310,6 +334,106 @@ static int hold(void)
 	return 1;
 }
 
+/* Direct mode must be refused (EPERM); safe mode keeps working. */
+static int refused(const char *how)
+{
+	struct u4l_dev *a = open_ctx_flags("usb4v0", U4L_NHI_DIRECT);
+	int err = open_err;
+
+	report("direct_refused", !a && err == -EPERM, "%s ret=%d", how, err);
+	if (a)
+		a->ops->close(a);
+	a = open_ctx("usb4v0");
+	report("safe_still_works", a && ((struct nhi_dev *)a)->mode ==
+						U4V_MODE_SAFE, "%s", how);
+	if (a)
+		a->ops->close(a);
+	return failures ? 1 : 0;
+}
+
+static int drop_rawio(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct c[2];
+
+	if (syscall(SYS_capget, &h, c))
+		return -1;
+	c[0].effective &= ~(1u << CAP_SYS_RAWIO);
+	c[0].permitted &= ~(1u << CAP_SYS_RAWIO);
+	c[0].inheritable &= ~(1u << CAP_SYS_RAWIO);
+	return (int)syscall(SYS_capset, &h, c);
+}
+
+/* Frames over direct channels: zero system calls once a channel exists. */
+static int direct(double secs)
+{
+	struct u4l_dev *a = open_ctx_flags("usb4v0", U4L_NHI_DIRECT);
+	struct u4l_dev *b = open_ctx_flags("usb4v1", U4L_NHI_DIRECT);
+	struct u4l_dev *c = open_ctx("usb4v0"), *d = open_ctx("usb4v1");
+	struct u4l_chan *ab, *ba, *ad, *da, *ac, *ca, *self;
+	struct nhi_chan *nc;
+	uint64_t sa, sb;
+	uint32_t n;
+	int r;
+
+	report("direct_open", a && b && c && d &&
+				      ((struct nhi_dev *)a)->mode == U4V_MODE_DIRECT,
+	       "ret=%d", open_err);
+	if (!a || !b || !c || !d)
+		return 1;
+	r = a->ops->chan_get(a, b->ops->ctx_id(b), &ab);
+	ba = b->ops->chan_accept(b);
+	nc = (struct nhi_chan *)ab;
+	report("direct_chan", !r && ba && (nc->flags & U4V_CHAN_DIRECT) &&
+				      !nc->map[U4V_MAP_SHADOW],
+	       "ret=%d", r);
+	if (r || !ba)
+		return 1;
+	report("direct_desc_writable",
+	       !mprotect(nc->txd, nc->len[U4V_MAP_TX_DESC],
+			 PROT_READ | PROT_WRITE), NULL);
+	sa = nsys(a);
+	sb = nsys(b);
+	n = transfer(a, ab, b, ba, 2000);
+	report("direct_frames_a_to_b", n == 2000, "frames=%u", n);
+	n = transfer(b, ba, a, ab, 2000);
+	report("direct_frames_b_to_a", n == 2000, "frames=%u", n);
+	report("direct_zero_syscalls", nsys(a) == sa && nsys(b) == sb,
+	       "a=%llu b=%llu", (unsigned long long)(nsys(a) - sa),
+	       (unsigned long long)(nsys(b) - sb));
+
+	/* direct <-> safe across the cable, on loopback, and to itself */
+	r = a->ops->chan_get(a, d->ops->ctx_id(d), &ad);
+	da = d->ops->chan_accept(d);
+	n = !r && da ? transfer(a, ad, d, da, 1000) : 0;
+	n += !r && da ? transfer(d, da, a, ad, 1000) : 0;
+	report("direct_with_safe_peer", n == 2000, "frames=%u", n);
+	r = c->ops->chan_get(c, a->ops->ctx_id(a), &ca);
+	ac = a->ops->chan_accept(a);
+	n = !r && ac ? transfer(a, ac, c, ca, 500) + transfer(c, ca, a, ac, 500)
+		     : 0;
+	report("direct_loopback", n == 1000, "frames=%u", n);
+	r = a->ops->chan_get(a, a->ops->ctx_id(a), &self);
+	n = r ? 0 : transfer(a, self, a, self, 500);
+	report("direct_self", n == 500, "frames=%u", n);
+
+	/* a descriptor aimed outside the pool only reads the pool */
+	nc->txd[nc->tx_prod & nc->mask].phys = 1ull << 40;
+	n = transfer(a, ab, b, ba, 300);
+	report("direct_bad_phys_contained", n == 300, "frames=%u", n);
+	r = u4l_nhi_raw_doorbell(a, b->ops->ctx_id(b), true, nc->tx_prod, false,
+				 0);
+	report("direct_no_safe_doorbell", r == -EINVAL, "ret=%d", r);
+	test_speed(a, ab, b, ba, secs);
+	d->ops->close(d);
+	c->ops->close(c);
+	b->ops->close(b);
+	a->ops->close(a);
+	printf("KTEST result %s failures=%d\n", failures ? "FAIL" : "PASS",
+	       failures);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 2.0;
@@ -320,6 +444,20 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "hold"))
 		return hold();
+	if (argc > 1 && !strcmp(argv[1], "direct"))
+		return direct(argc > 2 ? atof(argv[2]) : 1.0);
+	if (argc > 1 && !strcmp(argv[1], "refused"))
+		return refused("as-is");
+	if (argc > 1 && !strcmp(argv[1], "nocap")) {
+		r = drop_rawio();
+		report("drop_cap_sys_rawio", r == 0, "ret=%d", r);
+		return refused("without-CAP_SYS_RAWIO");
+	}
+	if (argc > 1 && !strcmp(argv[1], "nobody")) {
+		r = setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534);
+		report("become_nobody", r == 0 && geteuid() == 65534, NULL);
+		return refused("uid-65534");
+	}
 	a = open_ctx("usb4v0");
 	b = open_ctx("usb4v1");
 	c = open_ctx("usb4v0");

@@ -17,7 +17,7 @@
 #include <rdma/ib_user_ioctl_cmds.h>
 
 /* Provider / kernel ABI version: bump on any incompatible change. */
-#define U4V_ABI_VERSION 1
+#define U4V_ABI_VERSION 2
 
 #define U4V_FRAME_SIZE 4096u /* one frame buffer, no scatter-gather */
 #define U4V_RING_DEPTH_MIN 16u
@@ -26,7 +26,10 @@
 
 /*
  * The NHI ring descriptor (16 bytes, little-endian), as the hardware and
- * the soft cable use it. Userspace only ever reads these (safe mode).
+ * the soft cable use it. Safe mode: userspace only reads these. Direct
+ * mode: userspace writes len_flags (POSTED | INTERRUPT, length, PDFs) of
+ * the positions it posts; the kernel pre-fills phys with the DMA address
+ * of the frame pool slot of the same index.
  */
 struct u4v_desc {
 	__u64 phys;
@@ -59,7 +62,12 @@ struct u4v_shadow_desc {
 };
 
 /* GET_CONTEXT driver data. */
-#define U4V_UCTX_REQ_DIRECT 0x1u /* ask for direct mode (CAP_SYS_RAWIO) */
+/*
+ * Direct mode: the real descriptor rings and the doorbell pages are
+ * mapped writable, no system call per post. Refused with EPERM unless the
+ * module was loaded with allow_direct=1 and the caller has CAP_SYS_RAWIO.
+ */
+#define U4V_UCTX_REQ_DIRECT 0x1u
 
 struct u4v_alloc_ucontext_req {
 	__u32 abi_version; /* U4V_ABI_VERSION */
@@ -104,9 +112,24 @@ enum u4v_chan_map {
 	U4V_MAP_SHADOW,	 /* shadow TX ring: read-write (safe only) */
 	U4V_MAP_TX_POOL, /* TX frame pool: read-write */
 	U4V_MAP_RX_POOL, /* RX frame pool: read-only */
-	U4V_MAP_DOORBELL, /* ring register page: direct mode only */
+	U4V_MAP_TX_DB,	 /* TX ring register page: direct mode only */
+	U4V_MAP_RX_DB,	 /* RX ring register page: direct mode only */
 	U4V_MAP_NR,
 };
+
+/*
+ * Direct mode doorbells, laid out like the NHI's ring registers: one
+ * 16-byte slot per ring (HopID) in each page; the dword at offset 8 of the
+ * slot is written, never read back.
+ *   TX: (producer index & (depth - 1)) << 16, after the descriptors;
+ *   RX: consumer index & (depth - 1), i.e. how many positions were handed
+ *       back (descriptor depth - 1 ahead of each re-posted first).
+ * On the soft cable the pages are per-context kernel memory scanned by the
+ * soft DMA engine; on a Thunderbolt cable they are the NHI's MMIO pages.
+ */
+#define U4V_DB_SLOT_SIZE 16u
+#define U4V_DB_PROD_CONS 8u
+#define U4V_DB_PROD_SHIFT 16
 
 #define U4V_CHAN_LOOPBACK 0x1u /* both contexts on the same end */
 #define U4V_CHAN_DIRECT 0x2u   /* direct mode: write descriptors yourself */
@@ -115,8 +138,8 @@ struct u4v_chan_info {
 	__u32 remote_ctx;
 	__u32 depth;
 	__u32 flags;	  /* U4V_CHAN_* */
-	__u32 tx_hop;	  /* direct mode: ring register slot */
-	__u32 rx_hop;
+	__u32 tx_hop;	  /* direct mode: slot in the TX_DB page */
+	__u32 rx_hop;	  /* direct mode: slot in the RX_DB page */
 	__u32 reserved;
 	__aligned_u64 off[U4V_MAP_NR]; /* mmap offsets; 0 = not mapped */
 	__aligned_u64 len[U4V_MAP_NR];
