@@ -49,7 +49,7 @@ struct u4v_peer {
 	struct u4l_chan *chan;
 	const struct u4l_ops *ops;
 	struct u4l_counters *cnt;
-	pthread_spinlock_t tx_lock;
+	pthread_mutex_t tx_lock;
 	uint32_t tx_posted; /* frames posted since the last doorbell */
 	/* QPs waiting for TX space on this channel */
 	struct u4v_qp *pending_head, *pending_tail;
@@ -108,7 +108,7 @@ struct u4v_mr {
 
 struct u4v_cq {
 	struct u4v_ctx *ctx;
-	pthread_spinlock_t lock;
+	pthread_mutex_t lock;
 	struct ibv_wc *ring;
 	uint32_t size; /* entries the ring holds */
 	uint32_t head, count;
@@ -137,7 +137,7 @@ struct u4v_rq {
 
 struct u4v_srq {
 	struct u4v_pd *pd;
-	pthread_spinlock_t lock;
+	pthread_mutex_t lock;
 	struct u4v_rq rq;
 	uint32_t limit; /* armed when nonzero */
 	uint64_t handle;

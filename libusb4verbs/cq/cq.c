@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Completion queues and completion events. */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +26,7 @@ int u4v_create_cq(struct u4v_ctx *ctx, int cqe, struct u4v_cq **out)
 	}
 	cq->ctx = ctx;
 	cq->size = (uint32_t)cqe;
-	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	u4v_mutex_init(&cq->lock);
 	*out = cq;
 	return 0;
 }
@@ -37,7 +38,7 @@ int u4v_destroy_cq(struct u4v_cq *cq)
 	if (atomic_load(&cq->refs))
 		return EBUSY;
 	u4v_quota_give(ctx, &ctx->ncq);
-	pthread_spin_destroy(&cq->lock);
+	pthread_mutex_destroy(&cq->lock);
 	free(cq->ring);
 	free(cq);
 	return 0;
@@ -58,9 +59,9 @@ int u4v_resize_cq(struct u4v_cq *cq, int cqe)
 	ring = calloc((size_t)cqe, sizeof(*ring));
 	if (!ring)
 		return ENOMEM;
-	pthread_spin_lock(&cq->lock);
+	pthread_mutex_lock(&cq->lock);
 	if ((uint32_t)cqe < cq->count) {
-		pthread_spin_unlock(&cq->lock);
+		pthread_mutex_unlock(&cq->lock);
 		free(ring);
 		return EINVAL;
 	}
@@ -70,7 +71,7 @@ int u4v_resize_cq(struct u4v_cq *cq, int cqe)
 	cq->ring = ring;
 	cq->size = (uint32_t)cqe;
 	cq->head = 0;
-	pthread_spin_unlock(&cq->lock);
+	pthread_mutex_unlock(&cq->lock);
 	return 0;
 }
 
@@ -80,7 +81,7 @@ bool u4v_cq_push(struct u4v_cq *cq, const struct ibv_wc *wc, bool solicited)
 	bool first_overflow = false, ok = true;
 	void *arg = NULL;
 
-	pthread_spin_lock(&cq->lock);
+	pthread_mutex_lock(&cq->lock);
 	if (cq->count == cq->size) {
 		first_overflow = !cq->overflowed;
 		cq->overflowed = true;
@@ -96,7 +97,7 @@ bool u4v_cq_push(struct u4v_cq *cq, const struct ibv_wc *wc, bool solicited)
 		fn = cq->event_fn;
 		arg = cq->event_arg;
 	}
-	pthread_spin_unlock(&cq->lock);
+	pthread_mutex_unlock(&cq->lock);
 	if (fn)
 		fn(cq, arg);
 	if (first_overflow)
@@ -113,33 +114,41 @@ int u4v_poll_cq(struct u4v_cq *cq, int n, struct ibv_wc *wc)
 	/* an armed CQ means the application will sleep on its event */
 	if (!__atomic_load_n(&cq->armed, __ATOMIC_RELAXED))
 		u4v_progress_app_poll(cq->ctx);
-	if (!__atomic_load_n(&cq->count, __ATOMIC_RELAXED))
-		u4v_ctx_progress(cq->ctx);
-	pthread_spin_lock(&cq->lock);
+	if (!__atomic_load_n(&cq->count, __ATOMIC_RELAXED) &&
+	    !u4v_progress_try(cq->ctx) &&
+	    !__atomic_load_n(&cq->count, __ATOMIC_RELAXED))
+		/*
+		 * Another thread is moving the context and ours has nothing
+		 * to do: on a machine with more spinning threads than cores,
+		 * give the CPU to that thread (or to the peer) instead of
+		 * spinning through its time slice.
+		 */
+		sched_yield();
+	pthread_mutex_lock(&cq->lock);
 	while (got < n && cq->count) {
 		wc[got++] = cq->ring[cq->head];
 		cq->head = (cq->head + 1) % cq->size;
 		cq->count--;
 	}
-	pthread_spin_unlock(&cq->lock);
+	pthread_mutex_unlock(&cq->lock);
 	return got;
 }
 
 int u4v_req_notify_cq(struct u4v_cq *cq, int solicited_only)
 {
-	pthread_spin_lock(&cq->lock);
+	pthread_mutex_lock(&cq->lock);
 	cq->armed = solicited_only ? 2 : 1;
-	pthread_spin_unlock(&cq->lock);
+	pthread_mutex_unlock(&cq->lock);
 	u4v_progress_app_blocks(cq->ctx);
 	return 0;
 }
 
 void u4v_cq_set_event_fn(struct u4v_cq *cq, u4v_cq_event_fn fn, void *arg)
 {
-	pthread_spin_lock(&cq->lock);
+	pthread_mutex_lock(&cq->lock);
 	cq->event_fn = fn;
 	cq->event_arg = arg;
-	pthread_spin_unlock(&cq->lock);
+	pthread_mutex_unlock(&cq->lock);
 }
 
 void u4v_cq_set_handle(struct u4v_cq *cq, uint64_t handle)

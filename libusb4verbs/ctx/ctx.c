@@ -54,8 +54,7 @@ int u4v_ctx_open(const struct u4v_ctx_attr *attr, struct u4v_ctx **out)
 	u4v_mutex_init(&ctx->progress_lock);
 	pthread_mutex_init(&ctx->obj_lock, NULL);
 	for (i = 0; i < U4L_MAX_CTX; i++) {
-		pthread_spin_init(&ctx->peers[i].tx_lock,
-				  PTHREAD_PROCESS_PRIVATE);
+		u4v_mutex_init(&ctx->peers[i].tx_lock);
 		ctx->peers[i].ops = ctx->ops;
 		ctx->peers[i].cnt = ctx->cnt;
 	}
@@ -76,7 +75,7 @@ void u4v_ctx_close(struct u4v_ctx *ctx)
 	free(ctx->qps);
 	free(ctx->mrs);
 	for (i = 0; i < U4L_MAX_CTX; i++)
-		pthread_spin_destroy(&ctx->peers[i].tx_lock);
+		pthread_mutex_destroy(&ctx->peers[i].tx_lock);
 	ctx->ops->close(ctx->link);
 	pthread_mutex_destroy(&ctx->progress_lock);
 	pthread_mutex_destroy(&ctx->obj_lock);
@@ -192,9 +191,9 @@ struct u4v_peer *u4v_peer_get(struct u4v_ctx *ctx, uint32_t remote_ctx,
 		return NULL;
 	}
 	if (chan != peer->chan) {
-		pthread_spin_lock(&peer->tx_lock);
+		pthread_mutex_lock(&peer->tx_lock);
 		__atomic_store_n(&peer->chan, chan, __ATOMIC_RELEASE);
-		pthread_spin_unlock(&peer->tx_lock);
+		pthread_mutex_unlock(&peer->tx_lock);
 	}
 	pthread_mutex_unlock(&ctx->obj_lock);
 	return peer;
@@ -222,7 +221,7 @@ void u4v_quota_give(struct u4v_ctx *ctx, uint32_t *count)
 /* Queue a QP to be pushed again when its channel has TX space. */
 void u4v_peer_schedule(struct u4v_peer *peer, struct u4v_qp *qp)
 {
-	pthread_spin_lock(&peer->tx_lock);
+	pthread_mutex_lock(&peer->tx_lock);
 	if (!qp->on_pending) {
 		qp->on_pending = true;
 		qp->pending_next = NULL;
@@ -232,7 +231,7 @@ void u4v_peer_schedule(struct u4v_peer *peer, struct u4v_qp *qp)
 			peer->pending_head = qp;
 		peer->pending_tail = qp;
 	}
-	pthread_spin_unlock(&peer->tx_lock);
+	pthread_mutex_unlock(&peer->tx_lock);
 }
 
 void u4v_async_event(struct u4v_ctx *ctx, uint64_t element,

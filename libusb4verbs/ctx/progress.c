@@ -20,8 +20,15 @@
 #include "engine_int.h"
 #include "wire/opcode.h"
 
-#define APP_POLL_RECENT_NS 500000ull  /* the app polled within 0.5 ms */
-#define THREAD_NAP_NS 1000000ull      /* while the app polls */
+/*
+ * An application that polled a CQ in the last 0.5 ms moves the context
+ * itself; the thread naps (1 ms, ended early when a CQ is armed). Known
+ * cost: one that polls once and then spins on memory for the peer's RDMA
+ * WRITE (ib_write_lat) waits for the thread's nap to end. Shorter naps
+ * cost a few percent of bandwidth on a 2-core machine.
+ */
+#define APP_POLL_RECENT_NS 500000ull
+#define THREAD_NAP_NS 1000000ull
 #define THREAD_POLL_NS 2000000ull     /* timer poll for stranded frames */
 #define TIMER_SCAN_NS 50000ull	      /* how often retransmit timers run */
 
@@ -143,12 +150,12 @@ static void push_pending(struct u4v_peer *peer)
 	struct u4v_qp *qp, *q;
 	uint32_t n = 0;
 
-	pthread_spin_lock(&peer->tx_lock);
+	pthread_mutex_lock(&peer->tx_lock);
 	for (q = peer->pending_head; q; q = q->pending_next)
 		n++;
-	pthread_spin_unlock(&peer->tx_lock);
+	pthread_mutex_unlock(&peer->tx_lock);
 	while (n--) {
-		pthread_spin_lock(&peer->tx_lock);
+		pthread_mutex_lock(&peer->tx_lock);
 		qp = peer->pending_head;
 		if (qp) {
 			peer->pending_head = qp->pending_next;
@@ -156,7 +163,7 @@ static void push_pending(struct u4v_peer *peer)
 				peer->pending_tail = NULL;
 			qp->on_pending = false;
 		}
-		pthread_spin_unlock(&peer->tx_lock);
+		pthread_mutex_unlock(&peer->tx_lock);
 		if (!qp)
 			break;
 		pthread_mutex_lock(&qp->lock);
@@ -239,12 +246,18 @@ static unsigned int progress_locked(struct u4v_ctx *ctx)
 	return frames;
 }
 
-void u4v_ctx_progress(struct u4v_ctx *ctx)
+bool u4v_progress_try(struct u4v_ctx *ctx)
 {
 	if (pthread_mutex_trylock(&ctx->progress_lock))
-		return;
+		return false;
 	progress_locked(ctx);
 	pthread_mutex_unlock(&ctx->progress_lock);
+	return true;
+}
+
+void u4v_ctx_progress(struct u4v_ctx *ctx)
+{
+	u4v_progress_try(ctx);
 }
 
 /* Sleep while the application polls; u4v_progress_app_blocks() ends it. */

@@ -8,6 +8,8 @@
 
 #include "engine_int.h"
 
+/* One progress pass unless another thread is running one (then false). */
+bool u4v_progress_try(struct u4v_ctx *ctx);
 /* Start the per-context progress thread (idempotent; first QP does it). */
 int u4v_progress_start(struct u4v_ctx *ctx);
 void u4v_progress_stop(struct u4v_ctx *ctx);

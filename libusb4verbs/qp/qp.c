@@ -168,7 +168,7 @@ static void unschedule(struct u4v_qp *qp)
 		struct u4v_qp **pp;
 
 		peer = &qp->ctx->peers[i];
-		pthread_spin_lock(&peer->tx_lock);
+		pthread_mutex_lock(&peer->tx_lock);
 		peer->pending_tail = NULL;
 		for (pp = &peer->pending_head; *pp;) {
 			if (*pp == qp) {
@@ -178,7 +178,7 @@ static void unschedule(struct u4v_qp *qp)
 			peer->pending_tail = *pp;
 			pp = &(*pp)->pending_next;
 		}
-		pthread_spin_unlock(&peer->tx_lock);
+		pthread_mutex_unlock(&peer->tx_lock);
 	}
 	qp->on_pending = false;
 }

@@ -108,7 +108,7 @@ static void push_connected(struct u4v_qp *qp, uint64_t now)
 	struct u4v_peer *peer = qp->peer;
 	bool blocked = false;
 
-	pthread_spin_lock(&peer->tx_lock);
+	pthread_mutex_lock(&peer->tx_lock);
 	if (qp->resend_one) {
 		if (u4v_req_resend(qp, qp->resend_psn))
 			qp->resend_one = false;
@@ -169,7 +169,7 @@ out:
 	    u4v_sq_at(qp, qp->sq_send)->next_frame && !qp->retry_deadline)
 		u4v_req_arm_timer(qp, now);
 	u4v_tx_doorbell(peer);
-	pthread_spin_unlock(&peer->tx_lock);
+	pthread_mutex_unlock(&peer->tx_lock);
 	if (blocked)
 		u4v_peer_schedule(peer, qp);
 }
@@ -192,7 +192,7 @@ static void push_ud(struct u4v_qp *qp)
 		}
 		peer = u4v_peer_get(qp->ctx, w->remote_ctx, false, &err);
 		if (peer) {
-			pthread_spin_lock(&peer->tx_lock);
+			pthread_mutex_lock(&peer->tx_lock);
 			while (w->next_frame < w->nframes) {
 				if (!emit_frame(qp, peer, w, w->next_frame)) {
 					blocked = true;
@@ -201,7 +201,7 @@ static void push_ud(struct u4v_qp *qp)
 				w->next_frame++;
 			}
 			u4v_tx_doorbell(peer);
-			pthread_spin_unlock(&peer->tx_lock);
+			pthread_mutex_unlock(&peer->tx_lock);
 			if (blocked) {
 				u4v_peer_schedule(peer, qp);
 				return;

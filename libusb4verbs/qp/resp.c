@@ -282,10 +282,10 @@ static bool send_now(struct u4v_qp *qp, uint8_t op, uint8_t syndrome,
 	struct u4v_peer *peer = qp->peer;
 	bool ok;
 
-	pthread_spin_lock(&peer->tx_lock);
+	pthread_mutex_lock(&peer->tx_lock);
 	ok = emit_aeth(qp, op, syndrome, psn, orig);
 	u4v_tx_doorbell(peer);
-	pthread_spin_unlock(&peer->tx_lock);
+	pthread_mutex_unlock(&peer->tx_lock);
 	return ok;
 }
 
@@ -381,10 +381,10 @@ void u4v_resp_tx(struct u4v_qp *qp)
 	if (qp->type != IBV_QPT_RC || !peer ||
 	    (!qp->nreads && !qp->ack_pending))
 		return;
-	pthread_spin_lock(&peer->tx_lock);
+	pthread_mutex_lock(&peer->tx_lock);
 	done = resp_tx_locked(qp);
 	u4v_tx_doorbell(peer);
-	pthread_spin_unlock(&peer->tx_lock);
+	pthread_mutex_unlock(&peer->tx_lock);
 	if (!done)
 		u4v_peer_schedule(peer, qp);
 }

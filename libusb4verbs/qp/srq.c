@@ -102,7 +102,7 @@ int u4v_create_srq(struct u4v_pd *pd, struct ibv_srq_attr *attr,
 		u4v_quota_give(ctx, &ctx->nsrq);
 		return ret;
 	}
-	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	u4v_mutex_init(&srq->lock);
 	srq->pd = pd;
 	srq->limit = attr->srq_limit;
 	attr->max_sge = srq->rq.max_sge;
@@ -117,7 +117,7 @@ int u4v_modify_srq(struct u4v_srq *srq, struct ibv_srq_attr *attr, int mask)
 
 	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
 		return EINVAL;
-	pthread_spin_lock(&srq->lock);
+	pthread_mutex_lock(&srq->lock);
 	if (mask & IBV_SRQ_MAX_WR) {
 		/* growing keeps posted WQEs; shrinking below them is refused */
 		struct u4v_rq nrq;
@@ -151,17 +151,17 @@ int u4v_modify_srq(struct u4v_srq *srq, struct ibv_srq_attr *attr, int mask)
 		srq->limit = attr->srq_limit;
 	}
 out:
-	pthread_spin_unlock(&srq->lock);
+	pthread_mutex_unlock(&srq->lock);
 	return ret;
 }
 
 int u4v_query_srq(struct u4v_srq *srq, struct ibv_srq_attr *attr)
 {
-	pthread_spin_lock(&srq->lock);
+	pthread_mutex_lock(&srq->lock);
 	attr->max_wr = srq->rq.size;
 	attr->max_sge = srq->rq.max_sge;
 	attr->srq_limit = srq->limit;
-	pthread_spin_unlock(&srq->lock);
+	pthread_mutex_unlock(&srq->lock);
 	return 0;
 }
 
@@ -174,7 +174,7 @@ int u4v_destroy_srq(struct u4v_srq *srq)
 	u4v_quota_give(ctx, &ctx->nsrq);
 	atomic_fetch_sub(&srq->pd->refs, 1);
 	u4v_rq_destroy(&srq->rq);
-	pthread_spin_destroy(&srq->lock);
+	pthread_mutex_destroy(&srq->lock);
 	free(srq);
 	return 0;
 }
@@ -184,13 +184,13 @@ int u4v_post_srq_recv(struct u4v_srq *srq, struct ibv_recv_wr *wr,
 {
 	int ret = 0;
 
-	pthread_spin_lock(&srq->lock);
+	pthread_mutex_lock(&srq->lock);
 	for (; wr; wr = wr->next) {
 		ret = u4v_rq_post(&srq->rq, srq->pd, wr);
 		if (ret)
 			break;
 	}
-	pthread_spin_unlock(&srq->lock);
+	pthread_mutex_unlock(&srq->lock);
 	if (ret && bad_wr)
 		*bad_wr = wr;
 	u4v_progress_recv_posted(srq->pd->ctx);
@@ -202,13 +202,13 @@ bool u4v_srq_take(struct u4v_srq *srq, struct u4v_rwqe *out,
 {
 	bool got, limit_hit = false;
 
-	pthread_spin_lock(&srq->lock);
+	pthread_mutex_lock(&srq->lock);
 	got = u4v_rq_take(&srq->rq, out, sges);
 	if (got && srq->limit && srq->rq.count < srq->limit) {
 		srq->limit = 0; /* the event disarms the limit */
 		limit_hit = true;
 	}
-	pthread_spin_unlock(&srq->lock);
+	pthread_mutex_unlock(&srq->lock);
 	if (limit_hit)
 		u4v_async_event(srq->pd->ctx, srq->handle,
 				IBV_EVENT_SRQ_LIMIT_REACHED);
