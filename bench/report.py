@@ -1,0 +1,521 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Aggregate bench/run.sh's results.csv and draw the plots (gnuplot).
+
+  report.py --csv results.csv --out DIR --cmd "bench/run.sh ..." \
+            --capacity GBPS --rate GBITS [--seconds S] [--fails N] ...
+
+Writes DIR/points.csv (min/median/max per point and metric, over the
+repetitions that succeeded), DIR/*.png (gnuplot, pngcairo) and
+DIR/summary.md. Only the Python standard library and gnuplot are needed.
+"""
+import argparse
+import csv
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from collections import OrderedDict
+
+KEYS = ["suite", "point", "tool", "op", "conn", "size", "qps", "procs",
+        "threads", "mode", "rate_gbps", "drop", "stranded"]
+
+
+def fnum(s):
+    try:
+        return float(s)
+    except (TypeError, ValueError):
+        return None
+
+
+def load(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def aggregate(rows):
+    groups = OrderedDict()
+    for r in rows:
+        k = tuple(r[c] for c in KEYS) + (r["metric"], r["unit"])
+        groups.setdefault(k, []).append(r)
+    pts = []
+    for k, rs in groups.items():
+        good = [fnum(r["value"]) for r in rs
+                if r["ok"] == "1" and fnum(r["value"]) is not None]
+        anyv = [fnum(r["value"]) for r in rs if fnum(r["value"]) is not None]
+        vals = good if good else anyv
+        p = dict(zip(KEYS + ["metric", "unit"], k))
+        p["n"] = len(rs)
+        p["n_ok"] = sum(1 for r in rs if r["ok"] == "1")
+        p["only_failed_runs"] = int(not good and bool(anyv))
+        if vals:
+            p["min"], p["median"], p["max"] = (min(vals),
+                                              statistics.median(vals),
+                                              max(vals))
+        else:
+            p["min"] = p["median"] = p["max"] = None
+        for extra in ("machine_cpu_s", "machine_busy_cores", "server_cpu_s",
+                      "client_cpu_s", "retransmits", "load1"):
+            src = [r for r in rs if r["ok"] == "1"] or rs
+            xs = [fnum(r[extra]) for r in src if fnum(r[extra]) is not None]
+            p[extra + "_median"] = statistics.median(xs) if xs else None
+        pts.append(p)
+    return pts
+
+
+def write_points(pts, path):
+    cols = KEYS + ["metric", "unit", "n", "n_ok", "only_failed_runs", "min",
+                   "median", "max", "machine_cpu_s_median",
+                   "machine_busy_cores_median", "server_cpu_s_median",
+                   "client_cpu_s_median", "retransmits_median",
+                   "load1_median"]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for p in pts:
+            w.writerow({c: ("" if p.get(c) is None else
+                            (f"{p[c]:.6g}" if isinstance(p[c], float)
+                             else p[c])) for c in cols})
+
+
+def find(pts, suite, point, metric):
+    for p in pts:
+        if (p["suite"] == suite and p["point"] == point
+                and p["metric"] == metric):
+            return p
+    return None
+
+
+def med(pts, suite, point, metric):
+    p = find(pts, suite, point, metric)
+    return p["median"] if p else None
+
+
+def baseline(pts, suite, point):
+    """The clean 1-QP 64 KiB RC WRITE a suite compares with: its own
+    measurement if it made one (full mode), else bw_size's (quick)."""
+    p = find(pts, suite, point, "gbps")
+    if p and p["median"] is not None:
+        return p, f"{suite} {point}"
+    return find(pts, "bw_size", "write/RC/65536", "gbps"), "bw_size write/RC/65536"
+
+
+# ------------------------------------------------------------------ plots
+class Plotter:
+    def __init__(self, out, cap, rate, meta):
+        self.out, self.cap, self.rate, self.meta = out, cap, rate, meta
+        self.ok = shutil.which("gnuplot") is not None
+        self.made = []
+        os.makedirs(os.path.join(out, "plotdata"), exist_ok=True)
+
+    def data(self, name, rows):
+        path = os.path.join(self.out, "plotdata", name + ".dat")
+        with open(path, "w") as f:
+            for block in rows:
+                for line in block:
+                    f.write(" ".join(str(x) for x in line) + "\n")
+                f.write("\n\n")
+        return path
+
+    def run(self, name, script):
+        if not self.ok:
+            return
+        png = os.path.join(self.out, name + ".png")
+        head = (f'set terminal pngcairo noenhanced size 1000,650 '
+                f'font "sans,10"\n'
+                f'set output "{png}"\n'
+                f'set key below\n'
+                f'set grid\nset bmargin 6\nset tmargin 4\n'
+                f'set label 99 "{self.meta}" at screen 0.01,0.975 '
+                f'font "sans,7"\n')
+        gp = os.path.join(self.out, "plotdata", name + ".gp")
+        with open(gp, "w") as f:
+            f.write(head + script)
+        r = subprocess.run(["gnuplot", gp], capture_output=True, text=True,
+                           timeout=60)
+        if r.returncode:
+            sys.stderr.write(f"gnuplot {name}: {r.stderr}\n")
+        else:
+            self.made.append(name + ".png")
+
+    def cap_axes(self, ymax):
+        """Left axis Gb/s, right axis the same scale as efficiency vs the
+        wire's payload capacity, and the capacity drawn as a line."""
+        if self.cap <= 0:
+            return f"set yrange [0:{ymax}]\n"
+        return (f"set yrange [0:{ymax}]\n"
+                f"set y2range [0:{ymax / self.cap}]\n"
+                f"set y2tics 0.1 nomirror\nset ytics nomirror\n"
+                f'set y2label "efficiency = goodput / payload capacity"\n')
+
+    def cap_line(self):
+        if self.cap <= 0:
+            return ""
+        return (f", {self.cap} w l lw 2 dt 2 lc rgb 'black' "
+                f"t 'payload capacity {self.cap:.2f} Gb/s "
+                f"({self.rate:g} Gb/s x 4032/4048)'")
+
+
+def series(pts, suite, metric, pred, xkey):
+    xs = []
+    for p in pts:
+        if p["suite"] == suite and p["metric"] == metric and pred(p) \
+                and p["median"] is not None:
+            xs.append((float(p[xkey]), p["min"], p["median"], p["max"]))
+    xs.sort()
+    return xs
+
+
+def plot_all(pts, pl):
+    cap = pl.cap
+    ymax_bw = max([cap * 1.15] + [p["max"] * 1.1 for p in pts
+                                  if p["unit"] == "Gbps" and p["max"]
+                                  and p["suite"] != "cpu_cmp"])
+    # bandwidth vs size
+    combos = [("write", "RC"), ("write", "UC"), ("send", "RC"),
+              ("send", "UC"), ("send", "UD"), ("read", "RC")]
+    blocks, titles = [], []
+    for op, conn in combos:
+        s = series(pts, "bw_size", "gbps",
+                   lambda p, o=op, c=conn: p["op"] == o and p["conn"] == c,
+                   "size")
+        if s:
+            blocks.append([(x, mn, md, mx) for x, mn, md, mx in s])
+            titles.append(f"{op} {conn}")
+    if blocks:
+        d = pl.data("bw_size", blocks)
+        plots = ", ".join(
+            f"'{d}' index {i} u 1:3:2:4 w yerrorlines lw 2 t '{t}'"
+            for i, t in enumerate(titles))
+        pl.run("bw_size",
+               'set title "Bandwidth vs message size (perftest, one QP; '
+               'median, bars = min..max)"\n'
+               "set logscale x 2\nset format x '%.0s%cB'\n"
+               'set xlabel "message size"\nset ylabel "goodput [Gb/s]"\n'
+               + pl.cap_axes(ymax_bw) + "plot " + plots + pl.cap_line()
+               + "\n")
+    # latency vs size
+    blocks, titles = [], []
+    for tool in ("send_lat", "write_lat"):
+        s = series(pts, "lat_size", "lat_typical_us",
+                   lambda p, t=tool: p["point"].startswith(t + "/"), "size")
+        if s:
+            blocks.append(s)
+            titles.append(f"ib_{tool} RC (typical)")
+    if blocks:
+        d = pl.data("lat_size", blocks)
+        plots = ", ".join(
+            f"'{d}' index {i} u 1:3:2:4 w yerrorlines lw 2 t '{t}'"
+            for i, t in enumerate(titles))
+        pl.run("lat_size",
+               'set title "Latency vs message size (one-way, perftest '
+               'typical; median of reps, bars = min..max)"\n'
+               "set logscale xy\nset format x '%.0s%cB'\n"
+               'set xlabel "message size"\nset ylabel "latency [us]"\n'
+               "plot " + plots + "\n")
+    # QP scaling
+    blocks, titles = [], []
+    b1, _ = baseline(pts, "qp_scale", "1proc/1")
+    for pre, t in (("1proc/", "one process (perftest -q N)"),
+                   ("2proc/", "two perftest pairs at once (N/2 QPs each)")):
+        s = series(pts, "qp_scale", "gbps",
+                   lambda p, pre=pre: p["point"].startswith(pre), "qps")
+        if s and b1 and b1["median"] is not None and s[0][0] > 1:
+            s.insert(0, (1.0, b1["min"], b1["median"], b1["max"]))
+        if s:
+            blocks.append(s)
+            titles.append(t)
+    if blocks:
+        d = pl.data("qp_scale", blocks)
+        plots = ", ".join(
+            f"'{d}' index {i} u 1:3:2:4 w yerrorlines lw 2 t '{t}'"
+            for i, t in enumerate(titles))
+        pl.run("qp_scale",
+               'set title "Aggregate RC WRITE bandwidth vs QP count '
+               '(64 KiB; median, bars = min..max)"\n'
+               "set logscale x 2\nset xtics (1,2,4,8,16)\n"
+               'set xlabel "QPs (total)"\nset ylabel "aggregate goodput [Gb/s]"\n'
+               "set xrange [0.8:20]\n"
+               + pl.cap_axes(ymax_bw) + "plot " + plots + pl.cap_line()
+               + "\n")
+    # threads
+    blocks, titles = [], []
+    for size in sorted({p["size"] for p in pts if p["suite"] == "threads"},
+                       key=int):
+        s = series(pts, "threads", "gbps",
+                   lambda p, sz=size: p["size"] == sz, "threads")
+        if s:
+            blocks.append(s)
+            titles.append(f"threads_bw WRITE {int(size) // 1024} KiB")
+    if blocks:
+        d = pl.data("threads", blocks)
+        plots = ", ".join(
+            f"'{d}' index {i} u 1:3:2:4 w yerrorlines lw 2 t '{t}'"
+            for i, t in enumerate(titles))
+        pl.run("threads",
+               'set title "T threads, each its own RC QP, one context '
+               '(libibverbs under usb4v-sim exec)"\n'
+               "set xtics (1,2,4)\nset xrange [0.5:4.5]\n"
+               'set xlabel "threads"\nset ylabel "aggregate goodput [Gb/s]"\n'
+               + pl.cap_axes(ymax_bw) + "plot " + plots + pl.cap_line()
+               + "\n")
+    # bar charts: events, faults
+    for suite, title in (("events", "Poll vs event mode (64 KiB, RC)"),
+                         ("faults", "RC WRITE 64 KiB on a faulty cable")):
+        rows = [p for p in pts if p["suite"] == suite
+                and p["metric"] == "gbps" and p["median"] is not None]
+        if not rows:
+            continue
+        d = pl.data(suite, [[(i, f'"{p["point"]}"', p["min"], p["median"],
+                              p["max"],
+                              p["machine_busy_cores_median"] or 0)
+                             for i, p in enumerate(rows)]])
+        pl.run(suite,
+               f'set title "{title} (median, bars = min..max; label = '
+               f'machine busy cores)"\n'
+               "set style fill solid 0.5\nset boxwidth 0.6\n"
+               'set ylabel "goodput [Gb/s]"\nset xrange [-0.6:'
+               f"{len(rows) - 0.4}]\n"
+               + pl.cap_axes(ymax_bw)
+               + f"plot '{d}' u 1:4:xtic(2) w boxes t 'median', "
+               f"'' u 1:4:3:5 w yerrorbars lc rgb 'black' t 'min..max', "
+               f"'' u 1:4:(sprintf('%.2f cores',$6)) w labels offset 0,1 "
+               f"notitle" + pl.cap_line() + "\n")
+    # CPU per GiB
+    rows = [p for p in pts if p["suite"] == "cpu_cmp"
+            and p["metric"] in ("machine_cpu_s_per_gib",
+                                "proc_cpu_s_per_gib")
+            and p["median"] is not None]
+    if rows:
+        names = list(OrderedDict.fromkeys(p["point"] for p in rows))
+        lines = []
+        for i, n in enumerate(names):
+            m = find(pts, "cpu_cmp", n, "machine_cpu_s_per_gib")
+            q = find(pts, "cpu_cmp", n, "proc_cpu_s_per_gib")
+            lines.append((i, f'"{n}"',
+                          m["median"] if m else 0, m["min"] if m else 0,
+                          m["max"] if m else 0,
+                          q["median"] if q else 0, q["min"] if q else 0,
+                          q["max"] if q else 0))
+        d = pl.data("cpu_cmp", [lines])
+        pl.run("cpu_cmp",
+               'set title "CPU seconds per GiB moved, 64 KiB messages: TCP '
+               'loopback vs usb4verbs (perftest, same bytes)"\n'
+               "set style data histogram\n"
+               "set style histogram errorbars gap 1 lw 1\n"
+               "set style fill solid 0.5\nset xtics rotate by -20\n"
+               'set ylabel "CPU-s / GiB"\nset yrange [0:*]\n'
+               f"plot '{d}' u 3:4:5:xtic(2) t 'whole machine (/proc/stat)', "
+               f"'' u 6:7:8 t 'the benchmark processes (both sides)'\n")
+
+
+# ---------------------------------------------------------------- summary
+def pct(x):
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def fmt(x, nd=2):
+    return "n/a" if x is None else f"{x:.{nd}f}"
+
+
+def verdict(val, target, unit_pct=True):
+    if val is None:
+        return "not measured"
+    if val >= target:
+        return "met"
+    if unit_pct:
+        return (f"MISSED by {100 * (target - val):.1f} points "
+                f"({100 * val / target:.1f}% of target)")
+    return f"MISSED by {target - val:.3f}"
+
+
+def spread(p, nd=2):
+    if not p or p["median"] is None:
+        return "n/a"
+    return (f"{p['median']:.{nd}f} ({p['min']:.{nd}f}..{p['max']:.{nd}f}, "
+            f"n={p['n_ok']}/{p['n']})")
+
+
+def summary(pts, rows, a, plots):
+    cap = a.capacity
+    r0 = rows[0] if rows else {}
+    L = []
+    L.append("# usb4verbs benchmark summary\n")
+    L.append(f"- command: `{a.cmd}` ({a.mode} mode, "
+             f"{a.seconds} s of measurements)")
+    L.append(f"- commit: `{r0.get('commit', '?')}`, build type "
+             f"{r0.get('build_type', '?')}, perftest {r0.get('perftest', '?')}")
+    L.append(f"- machine: {r0.get('nproc', '?')} CPUs, "
+             f"{r0.get('cpu_model', '?')}, kernel {r0.get('kernel', '?')}; "
+             f"governor: {a.governor}")
+    loads = [fnum(r["load1"]) for r in rows if fnum(r["load1"]) is not None]
+    if loads:
+        L.append(f"- load average (1 min) seen at the start of runs: "
+                 f"median {statistics.median(loads):.2f}, max "
+                 f"{max(loads):.2f}. With more runnable threads than CPUs "
+                 f"every polling figure here is a lower bound.")
+    L.append(f"- cable: software cable, {a.rate:g} Gb/s per direction, "
+             f"1 us latency, ring depth 256, E2E flow control on; payload "
+             f"capacity {cap:.3f} Gb/s (rate x 4032/4048)")
+    L.append(f"- failed runs: {a.fails} (each counted in results.csv, "
+             f"column ok=0 and note; medians use only successful runs)")
+    L.append("- every point repeated; figures are median (min..max, "
+             "n=ok/total)\n")
+
+    L.append("## Headline figures\n")
+    L.append("| figure | measured | target | verdict |")
+    L.append("|---|---|---|---|")
+    w1 = find(pts, "bw_size", "write/RC/65536", "gbps")
+    e1 = w1["median"] / cap if w1 and w1["median"] and cap else None
+    L.append(f"| one RC QP, 64 KiB WRITE, efficiency vs payload capacity "
+             f"| {pct(e1)} ({spread(w1)} Gb/s) | >= 97% | "
+             f"{verdict(e1, 0.97)} |")
+    bp, bname = baseline(pts, "qp_scale", "1proc/1")
+    base = bp["median"] if bp else None
+    for p in pts:
+        if p["suite"] == "qp_scale" and p["metric"] == "gbps" \
+                and p["point"] != "1proc/1":
+            r = p["median"] / base if base and p["median"] else None
+            how = ("one process" if p["point"].startswith("1proc")
+                   else "2 processes per side")
+            L.append(f"| aggregate, {p['qps']} QPs ({how}) vs 1 QP "
+                     f"| {fmt(r, 3)}x ({spread(p)} Gb/s vs "
+                     f"{fmt(base)} of {bname}) | >= 0.97x | "
+                     f"{verdict(r, 0.97, False)} |")
+    for p in pts:
+        if p["suite"] == "threads" and p["metric"] == "gbps" \
+                and p["threads"] != "1":
+            b = med(pts, "threads", f"write/{p['size']}/1", "gbps")
+            r = p["median"] / b if b and p["median"] else None
+            L.append(f"| threads_bw {p['threads']} threads vs 1, "
+                     f"{int(p['size']) // 1024} KiB | {fmt(r, 3)}x "
+                     f"({spread(p)} Gb/s vs {fmt(b)}) | >= 0.97x | "
+                     f"{verdict(r, 0.97, False)} |")
+    cp, cname = baseline(pts, "faults", "clean")
+    clean = cp["median"] if cp else None
+    for p in pts:
+        if p["suite"] == "faults" and p["metric"] == "gbps" \
+                and p["point"] != "clean":
+            r = p["median"] / clean if clean and p["median"] else None
+            L.append(f"| {p['point']} vs clean cable | {pct(r)} "
+                     f"({spread(p)} Gb/s vs {fmt(clean)} of {cname}; "
+                     f"retransmits "
+                     f"{fmt(p['retransmits_median'], 0)}) | >= 90% | "
+                     f"{verdict(r, 0.90)} |")
+    for n, lab in (("tcp/65536", "TCP loopback (tcp_bw)"),):
+        m = find(pts, "cpu_cmp", n, "machine_cpu_s_per_gib")
+        q = find(pts, "cpu_cmp", n, "proc_cpu_s_per_gib")
+        g = find(pts, "cpu_cmp", n, "gbps")
+        L.append(f"| CPU-s/GiB, {lab} | machine {spread(m, 3)}; processes "
+                 f"{spread(q, 3)}; at {fmt(g['median'] if g else None)} "
+                 f"Gb/s | - | - |")
+    for p in pts:
+        if p["suite"] == "cpu_cmp" and p["metric"] == "gbps" \
+                and p["tool"] != "tcp_bw":
+            m = find(pts, "cpu_cmp", p["point"], "machine_cpu_s_per_gib")
+            q = find(pts, "cpu_cmp", p["point"], "proc_cpu_s_per_gib")
+            rr = "unthrottled" if p["rate_gbps"] in ("0", "0.0") \
+                else f"{p['rate_gbps']} Gb/s"
+            L.append(f"| CPU-s/GiB, usb4verbs {p['tool']} {p['mode']} mode, "
+                     f"{rr} cable | machine {spread(m, 3)}; processes "
+                     f"{spread(q, 3)}; at {fmt(p['median'])} Gb/s | - | - |")
+    p = find(pts, "sw_cost", "engine_lat/8", "rtt_us")
+    L.append(f"| 8-byte RC round trip, engine_bw --lat -r 0 (polling) | "
+             f"{spread(p)} us | - | - |")
+    p = find(pts, "sw_cost", "send_lat/r0/8", "lat_typical_us")
+    p2 = find(pts, "sw_cost", "send_lat/r0/8", "lat_avg_us")
+    L.append(f"| ib_send_lat 8 B over an unthrottled cable (one-way = RTT/2) "
+             f"| typical {spread(p)} us, avg {spread(p2)} us | - | - |")
+    p = find(pts, "sw_cost", "callgrind/write/64", "instr_per_msg")
+    p2 = find(pts, "sw_cost", "callgrind/write/64", "instr_per_msg_marginal")
+    n = ""
+    for r in rows:
+        if r["metric"] == "instr_per_msg" and r["bytes"]:
+            n = f", n={int(r['bytes']) // 64}"
+            break
+    L.append(f"| instructions per message (callgrind, engine_bw RC WRITE "
+             f"64 B, -r 0{n}; both processes, all threads; total Ir / "
+             f"messages) | {spread(p, 0)} Ir/msg"
+             + (f"; marginal between two counts {spread(p2, 0)}" if p2
+                else "") + " | - | - |")
+    L.append("")
+    L.append("Notes: CPU-s/GiB 'machine' is the whole machine's busy time "
+             "(/proc/stat, user+nice+system+irq+softirq) over the transfer, "
+             "so it includes the provider's threads and anything else "
+             "running; 'processes' is user+sys of both benchmark processes "
+             "(all their threads). perftest and threads_bw poll, so in poll "
+             "mode usb4verbs burns a core per side however fast the wire "
+             "is; event mode shows the cost without busy polling. The "
+             "instruction count includes time spent polling an empty CQ "
+             "while the peer works, so it is an upper bound on the work per "
+             "message.\n")
+
+    L.append("## Points (median, min..max)\n")
+    L.append("| suite | point | metric | median | min | max | ok/n | "
+             "efficiency | machine busy cores |")
+    L.append("|---|---|---|---|---|---|---|---|---|")
+    for p in pts:
+        if p["metric"] in ("msg_rate", "lat_min_us"):
+            continue
+        eff = ""
+        if p["unit"] == "Gbps" and p["median"] is not None:
+            c = fnum(p["rate_gbps"]) or 0
+            if c > 0:
+                eff = pct(p["median"] / (c * 4032 / 4048))
+        L.append(f"| {p['suite']} | {p['point']} | {p['metric']} | "
+                 f"{fmt(p['median'], 3)} | {fmt(p['min'], 3)} | "
+                 f"{fmt(p['max'], 3)} | {p['n_ok']}/{p['n']} | {eff} | "
+                 f"{fmt(p['machine_busy_cores_median'])} |")
+    L.append("")
+    failed = [r for r in rows if r["ok"] != "1"]
+    if failed:
+        L.append("## Failed runs\n")
+        seen = set()
+        for r in failed:
+            k = (r["suite"], r["point"], r["rep"])
+            if k in seen:
+                continue
+            seen.add(k)
+            L.append(f"- {r['suite']} {r['point']} rep {r['rep']}: "
+                     f"{r['note']}")
+        L.append("")
+    L.append("## Files\n")
+    L.append("- `results.csv`: one row per repetition and metric (commit, "
+             "cable settings, machine, load in every row)")
+    L.append("- `points.csv`: min/median/max per point")
+    for pl in plots:
+        L.append(f"- `{pl}`")
+    L.append("- `logs/`: every tool's output and each cable's counters")
+    return "\n".join(L) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--csv", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--cmd", default="bench/run.sh")
+    ap.add_argument("--capacity", type=float, default=20 * 4032 / 4048)
+    ap.add_argument("--rate", type=float, default=20)
+    ap.add_argument("--seconds", default="?")
+    ap.add_argument("--fails", default="0")
+    ap.add_argument("--governor", default="?")
+    ap.add_argument("--mode", default="?")
+    a = ap.parse_args()
+    rows = load(a.csv)
+    pts = aggregate(rows)
+    write_points(pts, os.path.join(a.out, "points.csv"))
+    r0 = rows[0] if rows else {}
+    meta = (f"usb4verbs {r0.get('commit', '?')} | {a.mode} | "
+            f"{r0.get('nproc', '?')} CPUs {r0.get('cpu_model', '?')} | "
+            f"kernel {r0.get('kernel', '?')} | cable {a.rate:g} Gb/s")
+    pl = Plotter(a.out, a.capacity, a.rate, meta)
+    plot_all(pts, pl)
+    with open(os.path.join(a.out, "summary.md"), "w") as f:
+        f.write(summary(pts, rows, a, pl.made))
+    print(f"report: {len(rows)} rows, {len(pts)} points, plots: "
+          f"{' '.join(pl.made)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,601 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# One command that benchmarks usb4verbs honestly over a software cable and
+# draws the pictures:
+#
+#   bench/run.sh [--quick] [--force] [--out DIR] [--build DIR] [--no-build]
+#                [--reps N] [--rate GBITS]
+#
+#   --quick      everyday mode (< 3 minutes): fewer sizes/points, shorter runs
+#   --force      run even if the CPU frequency governor is not `performance`
+#   --out DIR    results directory (default bench/results)
+#   --build DIR  build tree (default build/release; configured if missing)
+#   --no-build   do not (re)build the needed targets first
+#   --reps N     repetitions of every point (default 3 quick, 5 full; >= 3)
+#   --rate G     wire model rate in Gbit/s (default 20)
+#
+# What it measures (unmodified perftest through `usb4v-sim exec` unless
+# noted), every point repeated N times, spread kept (min/median/max):
+#   bw_size     bandwidth vs message size: send RC/UC/UD, write RC/UC, read RC
+#   lat_size    latency vs size: ib_send_lat, ib_write_lat (RC)
+#   qp_scale    aggregate write bandwidth vs QPs, one process (-q) and two
+#               perftest pairs at once on one cable (different ports)
+#   events      ib_send_bw poll vs event mode (-e)
+#   threads     bench/threads_bw: 1/2/4 threads, each its own QP, one context
+#   faults      ib_write_bw 64 KiB with --drop 1e-3 and/or --stranded 1/280
+#   cpu_cmp     the same bytes over TCP loopback (bench/tcp_bw) and over
+#               usb4verbs (ib_write_bw, 20 Gb/s and unthrottled): CPU-s/GiB
+#   sw_cost     unthrottled software cost: 8-byte RC RTT (engine_bw --lat
+#               -r 0, ib_send_lat over a rate-0 cable) and instructions per
+#               message (callgrind on engine_bw, total Ir / messages)
+# CPU is sampled for the whole machine over each run (/proc/stat deltas)
+# and per side (user+sys of each process, all its threads).
+#
+# Output: results.csv (one row per repetition and metric, with the commit,
+# cable settings and machine in every row), points.csv (min/median/max per
+# point), *.png plots, summary.md, logs/. Exit status: 0 ok, 1 some runs
+# failed (still reported), 2 usage, 3 refused by the readiness gate.
+set -u -o pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+build=$root/build/release
+out=$here/results
+quick=0
+force=0
+dobuild=1
+reps=
+rate=20
+cmdline="bench/run.sh${*:+ $*}"
+
+usage() { sed -n '4,17p' "$0" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1; shift ;;
+	--force) force=1; shift ;;
+	--out) out=$2; shift 2 ;;
+	--build) build=$2; shift 2 ;;
+	--no-build) dobuild=0; shift ;;
+	--reps) reps=$2; shift 2 ;;
+	--rate) rate=$2; shift 2 ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "bench/run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+	esac
+done
+[ -n "$reps" ] || reps=$((quick ? 3 : 5))
+if ! [[ $reps =~ ^[0-9]+$ ]] || [ "$reps" -lt 3 ]; then
+	echo "bench/run.sh: --reps must be >= 3" >&2
+	exit 2
+fi
+[[ $rate =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "bench/run.sh: bad --rate" >&2; exit 2; }
+case $out in /*) ;; *) out=$PWD/$out ;; esac
+case $build in /*) ;; *) build=$PWD/$build ;; esac
+
+T_START=$(date +%s)
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" | tee -a "$out/run.log" >&2; }
+
+mkdir -p "$out" || exit 1
+rm -rf "$out/logs" "$out"/*.png "$out"/*.csv "$out/summary.md" "$out/run.log" "$out/plots"
+mkdir -p "$out/logs"
+
+# ---------------------------------------------------------------- readiness
+shopt -s nullglob
+govs=(/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor)
+shopt -u nullglob
+if [ ${#govs[@]} -eq 0 ]; then
+	governor=none
+	log "no cpufreq: governor not checked"
+else
+	bad=$(for g in "${govs[@]}"; do
+		v=$(cat "$g" 2>/dev/null)
+		[ "$v" = performance ] || echo "${g%/cpufreq/*}=$v"
+	done)
+	if [ -n "$bad" ]; then
+		governor=not-performance
+		{
+			echo "############################################################"
+			echo "# CPU FREQUENCY GOVERNOR IS NOT 'performance':"
+			echo "$bad" | sed 's/^/#   /'
+			echo "# Figures would depend on frequency scaling. Fix with e.g."
+			echo "#   sudo cpupower frequency-set -g performance"
+			echo "# or pass --force to measure anyway (recorded in every row)."
+			echo "############################################################"
+		} | tee -a "$out/run.log" >&2
+		[ "$force" -eq 1 ] || exit 3
+		governor=not-performance-forced
+	else
+		governor=performance
+		log "cpufreq governor: performance on all CPUs"
+	fi
+fi
+
+for tool in timeout stdbuf awk python3 gnuplot ib_send_bw ib_write_bw \
+	ib_read_bw ib_send_lat ib_write_lat cmake git; do
+	command -v "$tool" >/dev/null || { log "missing tool: $tool (tools/deps.sh installs it)"; exit 1; }
+done
+have_valgrind=1
+command -v valgrind >/dev/null || have_valgrind=0
+
+# -------------------------------------------------------------------- build
+targets=(usb4v-sim usb4v_sim_shim u4v_provider engine_bw threads_bw tcp_bw)
+if [ "$dobuild" -eq 1 ]; then
+	if [ ! -f "$build/CMakeCache.txt" ]; then
+		log "configuring $build"
+		timeout 600 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+			>"$out/logs/build.log" 2>&1 || { log "cmake configure failed (logs/build.log)"; exit 1; }
+	fi
+	log "building ${targets[*]} in $build"
+	timeout 1200 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" \
+		>>"$out/logs/build.log" 2>&1 || { log "build failed (logs/build.log)"; exit 1; }
+fi
+SIM=$build/tools/usb4v-sim/usb4v-sim
+ENGINE_BW=$build/bench/engine_bw
+THREADS_BW=$build/bench/threads_bw
+TCP_BW=$build/bench/tcp_bw
+for f in "$SIM" "$ENGINE_BW" "$THREADS_BW" "$TCP_BW"; do
+	[ -x "$f" ] || { log "missing $f (build it or drop --no-build)"; exit 1; }
+done
+build_type=$(awk -F= '/^CMAKE_BUILD_TYPE:/{print $2}' "$build/CMakeCache.txt" 2>/dev/null)
+
+# ----------------------------------------------------------------- metadata
+commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+[ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] && commit="$commit+dirty"
+ncpu=$(nproc)
+cpu_model=$(awk -F': *' '/^model name/{print $2; exit}' /proc/cpuinfo | tr ',;' '  ')
+[ -n "$cpu_model" ] || cpu_model=unknown
+kernel=$(uname -r)
+perftest_ver=$(ib_send_bw --version 2>/dev/null | awk '{print $NF; exit}')
+HZ=$(getconf CLK_TCK)
+if [ "$quick" -eq 1 ]; then MODE=quick; DUR=1; else MODE=full; DUR=2; fi
+log "mode=$MODE reps=$reps rate=${rate}Gb/s commit=$commit nproc=$ncpu cpu='$cpu_model' kernel=$kernel"
+log "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (the machine may be shared: see summary.md)"
+cap=$(awk -v r="$rate" 'BEGIN{printf "%.4f", r*4032/4048}')
+
+# ------------------------------------------------------- cleanup machinery
+TMP=$(mktemp -d /tmp/u4v-bench.XXXXXX)
+PIDS=()
+CABLES=()
+cleanup() {
+	local pid c
+	for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+	for pid in "${PIDS[@]}"; do
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.2
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	for c in "${CABLES[@]}"; do "$SIM" down --name "$c" >/dev/null 2>&1; done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Cables of this run are "bench<pid>-<n>"; remove those of runs that died.
+"$SIM" list 2>/dev/null | while read -r name _; do
+	[[ $name =~ ^bench([0-9]+)- ]] || continue
+	kill -0 "${BASH_REMATCH[1]}" 2>/dev/null && continue
+	"$SIM" down --name "$name" >/dev/null 2>&1 && log "removed stale cable $name"
+done
+
+ncable=0
+CABLE=
+cable_up() { # options...; sets CABLE D0 D1
+	local o
+	ncable=$((ncable + 1))
+	CABLE=bench$$-$ncable
+	CABLES+=("$CABLE")
+	o=$("$SIM" up --name "$CABLE" "$@" 2>"$TMP/up.err") || { log "usb4v-sim up $* failed: $(cat "$TMP/up.err")"; return 1; }
+	read -r D0 D1 <<<"$o"
+	[[ $D0 =~ ^usb4vsim[0-9]+$ && $D1 =~ ^usb4vsim[0-9]+$ ]] || { log "usb4v-sim up printed '$o'"; return 1; }
+}
+cable_down() {
+	local c
+	"$SIM" down --name "$CABLE" >/dev/null 2>&1
+	local keep=()
+	for c in "${CABLES[@]}"; do [ "$c" = "$CABLE" ] || keep+=("$c"); done
+	CABLES=("${keep[@]}")
+}
+cable_retx() { # sum of both ends' retransmits
+	"$SIM" stat --name "$CABLE" 2>/dev/null | awk '$1=="retransmits"{print $2+$3; f=1} END{if(!f) print ""}'
+}
+
+listening() { # TCP port in LISTEN (IPv4/IPv6)?
+	local hex
+	hex=$(printf '%04X' "$1")
+	awk -v p=":$hex" 'NR > 1 && $4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' \
+		/proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+PORT=$((21000 + ($$ % 400) * 50))
+next_port() { # a distinct port not in use
+	local i
+	for ((i = 0; i < 200; i++)); do
+		PORT=$((PORT + 1))
+		[ "$PORT" -gt 60000 ] && PORT=21000
+		listening "$PORT" || return 0
+	done
+	return 1
+}
+
+cpu_snap() { # whole machine: busy jiffies (user nice system irq softirq)
+	awk '/^cpu /{print $2+$3+$4+$7+$8; exit}' /proc/stat
+}
+now() { date +%s.%N; }
+fsub() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a-b}'; }
+
+# Run "$@" and write its children's CPU (user+sys, s) to file $1.
+WRAP='tf=$1; shift; "$@"; rc=$?; times > "$tf"; exit $rc'
+proc_cpu() { # times file -> seconds (children user+sys)
+	[ -s "$1" ] || { echo ""; return; }
+	sed -n 2p "$1" | awk '{
+		s = 0
+		for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); s += a[1] * 60 + a[2] }
+		printf "%.3f", s }'
+}
+
+declare -A IR
+# ------------------------------------------------------------- CSV output
+CSV=$out/results.csv
+echo "suite,point,tool,op,conn,size,qps,procs,threads,mode,rate_gbps,drop,stranded,rep,metric,value,unit,capacity_gbps,efficiency,bytes,wall_s,machine_cpu_s,machine_busy_cores,server_cpu_s,client_cpu_s,retransmits,ok,note,load1,commit,nproc,cpu_model,kernel,governor,perftest,build_type,bench_mode,timestamp" >"$CSV"
+FAILS=0
+# Fields of the current run, set by the runners, then emit METRIC VALUE UNIT.
+declare -A R
+reset_r() {
+	R=([suite]="" [point]="" [tool]="" [op]="" [conn]="" [size]="" [qps]=1 [procs]=1 [threads]=1
+		[mode]=poll [rate]="$rate" [drop]=0 [stranded]=0 [rep]="" [bytes]="" [wall]=""
+		[mcpu]="" [mcores]="" [scpu]="" [ccpu]="" [retx]="" [ok]=1 [note]="" [load1]="")
+}
+emit() { # metric value unit
+	local eff='' capc=''
+	if [ "$3" = Gbps ] && [ -n "$2" ] && awk -v r="${R[rate]}" 'BEGIN{exit !(r > 0)}'; then
+		capc=$(awk -v r="${R[rate]}" 'BEGIN{printf "%.4f", r*4032/4048}')
+		eff=$(awk -v g="$2" -v c="$capc" 'BEGIN{printf "%.4f", g/c}')
+	fi
+	printf '%s\n' "${R[suite]},${R[point]},${R[tool]},${R[op]},${R[conn]},${R[size]},${R[qps]},${R[procs]},${R[threads]},${R[mode]},${R[rate]},${R[drop]},${R[stranded]},${R[rep]},$1,$2,$3,$capc,$eff,${R[bytes]},${R[wall]},${R[mcpu]},${R[mcores]},${R[scpu]},${R[ccpu]},${R[retx]},${R[ok]},${R[note]},${R[load1]},$commit,$ncpu,$cpu_model,$kernel,$governor,$perftest_ver,$build_type,$MODE,$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$CSV"
+}
+fail_note() { R[ok]=0; R[note]="${R[note]:+${R[note]} }$1"; FAILS=$((FAILS + 1)); }
+
+# --------------------------------------------------------- perftest pairs
+# pt_run NPAIRS TIMEOUT UPOPTS -- TOOL ARGS...
+# Brings up a cable with UPOPTS, runs NPAIRS server/client pairs of TOOL at
+# once (different ports), end 0 = server, end 1 = client. Fills R[...] and
+# PT_BW (sum of the clients' average Gb/s), PT_MPPS, PT_LAT (min typ avg p99).
+pt_run() {
+	local npairs=$1 tmo=$2 upopts=$3 i p cpid spid st b0 b1 t0 t1 tag alive
+	shift 4
+	local ports=() spids=() cpids=()
+	PT_BW='' PT_MPPS='' PT_LAT=''
+	R[load1]=$(cut -d' ' -f1 /proc/loadavg)
+	# shellcheck disable=SC2086
+	cable_up $upopts || { fail_note cable; return 1; }
+	tag=$CABLE
+	for ((i = 0; i < npairs; i++)); do
+		next_port || { fail_note no-port; cable_down; return 1; }
+		ports+=("$PORT")
+		timeout -k 3 "$tmo" bash -c "$WRAP" wrap "$TMP/$tag-s$i.cpu" \
+			"$SIM" exec --name "$CABLE" -- stdbuf -oL -eL "$@" -d "$D0" -p "$PORT" \
+			>"$out/logs/$tag-server$i.log" 2>&1 &
+		spids+=($!)
+		PIDS+=($!)
+	done
+	for ((i = 0; i < npairs; i++)); do
+		for ((p = 0; p < 400; p++)); do
+			listening "${ports[$i]}" && break
+			kill -0 "${spids[$i]}" 2>/dev/null || break
+			sleep 0.05
+		done
+	done
+	b0=$(cpu_snap)
+	t0=$(now)
+	for ((i = 0; i < npairs; i++)); do
+		timeout -k 3 "$tmo" bash -c "$WRAP" wrap "$TMP/$tag-c$i.cpu" \
+			"$SIM" exec --name "$CABLE" -- stdbuf -oL -eL "$@" -d "$D1" -p "${ports[$i]}" 127.0.0.1 \
+			>"$out/logs/$tag-client$i.log" 2>&1 &
+		cpids+=($!)
+		PIDS+=($!)
+	done
+	for cpid in "${cpids[@]}"; do
+		wait "$cpid"
+		st=$?
+		[ "$st" -eq 124 ] && fail_note client-timeout
+		[ "$st" -ne 0 ] && [ "$st" -ne 124 ] && fail_note "client-exit-$st"
+	done
+	t1=$(now)
+	b1=$(cpu_snap)
+	for spid in "${spids[@]}"; do
+		alive=1
+		for ((i = 0; i < 50; i++)); do
+			kill -0 "$spid" 2>/dev/null || { alive=0; break; }
+			sleep 0.1
+		done
+		if [ "$alive" -eq 1 ]; then
+			kill -TERM "$spid" 2>/dev/null
+			fail_note server-hung
+		fi
+		wait "$spid"
+		st=$?
+		[ "$alive" -eq 0 ] && [ "$st" -ne 0 ] && fail_note "server-exit-$st"
+	done
+	R[wall]=$(fsub "$t1" "$t0")
+	R[mcpu]=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN{printf "%.3f", d/hz}')
+	R[mcores]=$(awk -v c="${R[mcpu]}" -v w="${R[wall]}" 'BEGIN{printf "%.3f", (w > 0 ? c/w : 0)}')
+	local sc=0 cc=0 v
+	for ((i = 0; i < npairs; i++)); do
+		v=$(proc_cpu "$TMP/$tag-s$i.cpu"); sc=$(awk -v a="$sc" -v b="${v:-0}" 'BEGIN{printf "%.3f", a+b}')
+		v=$(proc_cpu "$TMP/$tag-c$i.cpu"); cc=$(awk -v a="$cc" -v b="${v:-0}" 'BEGIN{printf "%.3f", a+b}')
+	done
+	R[scpu]=$sc R[ccpu]=$cc
+	R[retx]=$(cable_retx)
+	"$SIM" stat --name "$CABLE" >"$out/logs/$tag-stat.txt" 2>&1
+	cable_down
+	# Figures: the client's result line(s).
+	PT_BW=$(cat "$out/logs/$tag"-client*.log | awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 && NF < 9 {s += $4; n++} END{if (n) printf "%.3f", s}')
+	PT_MPPS=$(cat "$out/logs/$tag"-client*.log | awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 && NF < 9 {s += $5; n++} END{if (n) printf "%.6f", s}')
+	PT_LAT=$(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 9 {print $3, $5, $6, $8; exit}' "$out/logs/$tag-client0.log")
+	R[note]="${R[note]:+${R[note]} }log=$tag"
+	return 0
+}
+
+# One perftest bandwidth point: suite point tool conn size qps procs mode upopts extra-args...
+bw_point() {
+	local suite=$1 point=$2 tool=$3 conn=$4 size=$5 qps=$6 procs=$7 mode=$8 upopts=$9
+	shift 9
+	local r op=${tool#ib_}
+	op=${op%_bw}
+	for ((r = 1; r <= reps; r++)); do
+		reset_r
+		R[suite]=$suite R[point]=$point R[tool]=$tool R[op]=$op R[conn]=$conn R[size]=$size
+		R[qps]=$qps R[procs]=$procs R[mode]=$mode R[rep]=$r
+		local d s
+		d=$(sed -n 's/.*--drop \([^ ]*\).*/\1/p' <<<"$upopts"); [ -n "$d" ] && R[drop]=$d
+		s=$(sed -n 's/.*--stranded \([^ ]*\).*/\1/p' <<<"$upopts"); [ -n "$s" ] && R[stranded]=$s
+		local q=$((qps / procs)) how=(-D "$DUR")
+		[ -n "${BW_ITERS:-}" ] && how=(-n "$BW_ITERS") R[bytes]=$((BW_ITERS * size * qps))
+		pt_run "$procs" $((DUR + 40)) "--rate $rate $upopts" -- "$tool" -F --report_gbits \
+			-c "$conn" -s "$size" -q "$q" "${how[@]}" "$@"
+		[ -n "$PT_BW" ] || fail_note no-result
+		emit gbps "$PT_BW" Gbps
+		emit msg_rate "$PT_MPPS" Mpps
+		printf '  %-34s rep %d: %8s Gb/s  cpu(machine) %5s s  retx %s %s\n' "$point" "$r" "${PT_BW:-FAIL}" "${R[mcpu]}" "${R[retx]:-?}" "$([ "${R[ok]}" = 1 ] || echo "[${R[note]}]")" | tee -a "$out/run.log" >&2
+	done
+}
+
+lat_point() { # suite point tool size upopts iters
+	local suite=$1 point=$2 tool=$3 size=$4 upopts=$5 iters=$6 r
+	local op=${tool#ib_}
+	op=${op%_lat}
+	for ((r = 1; r <= reps; r++)); do
+		reset_r
+		R[suite]=$suite R[point]=$point R[tool]=$tool R[op]=$op R[conn]=RC R[size]=$size R[rep]=$r
+		[[ $upopts =~ --rate\ ([0-9.]+) ]] && R[rate]=${BASH_REMATCH[1]}
+		pt_run 1 60 "$upopts" -- "$tool" -F -c RC -s "$size" -n "$iters"
+		local mn typ avg p99
+		read -r mn typ avg p99 <<<"$PT_LAT"
+		[ -n "$typ" ] || fail_note no-result
+		emit lat_min_us "$mn" us
+		emit lat_typical_us "$typ" us
+		emit lat_avg_us "$avg" us
+		emit lat_p99_us "$p99" us
+		printf '  %-34s rep %d: typical %8s us  avg %8s us  p99 %8s us\n' "$point" "$r" "${typ:-FAIL}" "$avg" "$p99" | tee -a "$out/run.log" >&2
+	done
+}
+
+# ======================================================================
+# Suites
+# ======================================================================
+if [ "$quick" -eq 1 ]; then
+	# everyday: the headline points only; the 1-QP 64 KiB WRITE of
+	# bw_size is the baseline of qp_scale and faults (report.py)
+	SIZES=(65536)
+	SIZES_UD=(4096)
+	OTHER_SIZES=(65536)
+	QPS=(4 16)
+	QPS2=(4)
+	LAT_SIZES=(8 65536)
+	WLAT_SIZES=(8)
+	THREADS=(1 2 4)
+	THR_SIZES=(65536)
+	FAULTS=("--drop 0.001 --stranded 0.0035714")
+	CLEAN_AGAIN=0
+	CMP_BYTES=$((256 << 20))
+	CMP_RATES=("$rate")
+	EV_ITERS=2048
+	LAT_ITERS=200
+	CG_N=(5000)
+else
+	SIZES=(64 256 1024 4096 16384 65536 262144 1048576)
+	SIZES_UD=(64 256 1024 2048 4096)
+	OTHER_SIZES=("${SIZES[@]}")
+	QPS=(1 2 4 8 16)
+	QPS2=(2 4 8 16)
+	LAT_SIZES=(8 64 1024 4096 65536 1048576)
+	WLAT_SIZES=("${LAT_SIZES[@]}")
+	THREADS=(1 2 4)
+	THR_SIZES=(4096 65536)
+	FAULTS=("--drop 0.001" "--stranded 0.0035714" "--drop 0.001 --stranded 0.0035714")
+	CLEAN_AGAIN=1
+	CMP_BYTES=$((2 << 30))
+	CMP_RATES=("$rate" 0)
+	EV_ITERS=16384
+	LAT_ITERS=1000
+	CG_N=(2000 20000)
+fi
+
+# ---- bandwidth vs size
+log "suite bw_size: bandwidth vs message size (perftest -D $DUR, $reps reps)"
+for s in "${SIZES[@]}"; do bw_point bw_size "write/RC/$s" ib_write_bw RC "$s" 1 1 poll ""; done
+for s in "${OTHER_SIZES[@]}"; do
+	bw_point bw_size "write/UC/$s" ib_write_bw UC "$s" 1 1 poll ""
+	bw_point bw_size "send/RC/$s" ib_send_bw RC "$s" 1 1 poll ""
+	bw_point bw_size "send/UC/$s" ib_send_bw UC "$s" 1 1 poll ""
+	bw_point bw_size "read/RC/$s" ib_read_bw RC "$s" 1 1 poll ""
+done
+for s in "${SIZES_UD[@]}"; do bw_point bw_size "send/UD/$s" ib_send_bw UD "$s" 1 1 poll ""; done
+
+# ---- latency vs size
+log "suite lat_size: latency vs size (ib_send_lat / ib_write_lat, $LAT_ITERS iterations)"
+for s in "${LAT_SIZES[@]}"; do
+	lat_point lat_size "send_lat/RC/$s" ib_send_lat "$s" "--rate $rate" "$LAT_ITERS"
+done
+for s in "${WLAT_SIZES[@]}"; do
+	lat_point lat_size "write_lat/RC/$s" ib_write_lat "$s" "--rate $rate" "$LAT_ITERS"
+done
+
+# ---- QP scaling
+log "suite qp_scale: aggregate RC write 64 KiB vs QP count"
+for q in "${QPS[@]}"; do bw_point qp_scale "1proc/$q" ib_write_bw RC 65536 "$q" 1 poll ""; done
+for q in "${QPS2[@]}"; do bw_point qp_scale "2proc/$q" ib_write_bw RC 65536 "$q" 2 poll ""; done
+
+# ---- poll vs event
+log "suite events: ib_send_bw RC 64 KiB x $EV_ITERS, poll vs event (-e; perftest has no -D with -e)"
+BW_ITERS=$EV_ITERS bw_point events "send/poll" ib_send_bw RC 65536 1 1 poll ""
+BW_ITERS=$EV_ITERS bw_point events "send/event" ib_send_bw RC 65536 1 1 event "" -e
+
+# ---- faults
+log "suite faults: ib_write_bw RC 64 KiB on a faulty cable vs clean"
+[ "$CLEAN_AGAIN" -eq 1 ] && bw_point faults "clean" ib_write_bw RC 65536 1 1 poll ""
+for f in "${FAULTS[@]}"; do
+	name=$(sed 's/--drop /drop=/; s/--stranded /stranded=/; s/ /+/g' <<<"$f")
+	bw_point faults "$name" ib_write_bw RC 65536 1 1 poll "$f"
+done
+
+# ---- threads (our libibverbs program under usb4v-sim exec)
+log "suite threads: bench/threads_bw, T threads x own RC QP on one context"
+for s in "${THR_SIZES[@]}"; do
+	for t in "${THREADS[@]}"; do
+		for ((r = 1; r <= reps; r++)); do
+			reset_r
+			R[suite]=threads R[point]="write/$s/$t" R[tool]=threads_bw R[op]=write R[conn]=RC
+			R[size]=$s R[qps]=$t R[threads]=$t R[rep]=$r R[load1]=$(cut -d' ' -f1 /proc/loadavg)
+			cable_up --rate "$rate" || { fail_note cable; continue; }
+			lg=$out/logs/$CABLE-threads.log
+			b0=$(cpu_snap); t0=$(now)
+			timeout -k 3 $((DUR + 30)) "$SIM" exec --name "$CABLE" -- "$THREADS_BW" \
+				-d "$D0" -D "$D1" -t "$t" -s "$s" --seconds "$DUR" >"$lg" 2>&1
+			st=$?
+			t1=$(now); b1=$(cpu_snap)
+			R[retx]=$(cable_retx)
+			cable_down
+			[ "$st" -eq 0 ] || fail_note "exit-$st"
+			R[wall]=$(fsub "$t1" "$t0")
+			R[mcpu]=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN{printf "%.3f", d/hz}')
+			R[mcores]=$(awk -v c="${R[mcpu]}" -v w="${R[wall]}" 'BEGIN{printf "%.3f", c/w}')
+			kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$lg" | head -1; }
+			R[bytes]=$(kv bytes) R[ccpu]=$(kv init_cpu_s) R[scpu]=$(kv target_cpu_s)
+			g=$(kv goodput_gbps)
+			[ -n "$g" ] || fail_note no-result
+			emit gbps "$g" Gbps
+			emit thread_min_gbps "$(kv thread_min_gbps)" Gbps
+			emit thread_max_gbps "$(kv thread_max_gbps)" Gbps
+			printf '  %-34s rep %d: %8s Gb/s (per thread %s..%s)\n' "write/$s/${t}thr" "$r" "${g:-FAIL}" "$(kv thread_min_gbps)" "$(kv thread_max_gbps)" | tee -a "$out/run.log" >&2
+		done
+	done
+done
+
+# ---- CPU per GiB: TCP loopback vs usb4verbs, same bytes
+log "suite cpu_cmp: $((CMP_BYTES >> 20)) MiB in 64 KiB messages: TCP loopback vs usb4verbs"
+for ((r = 1; r <= reps; r++)); do
+	reset_r
+	R[suite]=cpu_cmp R[point]="tcp/65536" R[tool]=tcp_bw R[op]=stream R[conn]=TCP R[size]=65536
+	R[rate]=0 R[rep]=$r R[bytes]=$CMP_BYTES R[load1]=$(cut -d' ' -f1 /proc/loadavg)
+	lg=$out/logs/tcp-$r.log
+	b0=$(cpu_snap); t0=$(now)
+	timeout -k 3 120 "$TCP_BW" -s 65536 -b "$CMP_BYTES" >"$lg" 2>&1 || fail_note exit
+	t1=$(now); b1=$(cpu_snap)
+	R[wall]=$(fsub "$t1" "$t0")
+	R[mcpu]=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN{printf "%.3f", d/hz}')
+	R[mcores]=$(awk -v c="${R[mcpu]}" -v w="${R[wall]}" 'BEGIN{printf "%.3f", c/w}')
+	R[ccpu]=$(sed -n 's/.*sender_cpu_s=\([^ ]*\).*/\1/p' "$lg")
+	R[scpu]=$(sed -n 's/.*receiver_cpu_s=\([^ ]*\).*/\1/p' "$lg")
+	g=$(sed -n 's/.*goodput_gbps=\([^ ]*\).*/\1/p' "$lg")
+	gib=$(awk -v b="$CMP_BYTES" 'BEGIN{print b/2^30}')
+	emit gbps "$g" Gbps
+	emit machine_cpu_s_per_gib "$(awk -v c="${R[mcpu]}" -v g="$gib" 'BEGIN{printf "%.4f", c/g}')" s/GiB
+	emit proc_cpu_s_per_gib "$(awk -v a="${R[ccpu]:-0}" -v b="${R[scpu]:-0}" -v g="$gib" 'BEGIN{printf "%.4f", (a+b)/g}')" s/GiB
+	printf '  %-34s rep %d: %8s Gb/s  machine %s CPU-s\n' "tcp/65536" "$r" "${g:-FAIL}" "${R[mcpu]}" | tee -a "$out/run.log" >&2
+done
+n_cmp=$((CMP_BYTES / 65536))
+for rr in "${CMP_RATES[@]}"; do
+	for om in write/poll send/poll send/event; do
+		op=${om%/*} m=${om#*/}
+		ev=()
+		[ "$m" = event ] && ev=(-e)
+		for ((r = 1; r <= reps; r++)); do
+			reset_r
+			R[suite]=cpu_cmp R[point]="usb4verbs-$op/r$rr/$m" R[tool]=ib_${op}_bw R[op]=$op
+			R[conn]=RC R[size]=65536 R[rate]=$rr R[rep]=$r R[mode]=$m R[bytes]=$CMP_BYTES
+			pt_run 1 120 "--rate $rr" -- "ib_${op}_bw" -F --report_gbits -c RC -s 65536 -n "$n_cmp" "${ev[@]}"
+			[ -n "$PT_BW" ] || fail_note no-result
+			gib=$(awk -v b="$CMP_BYTES" 'BEGIN{print b/2^30}')
+			emit gbps "$PT_BW" Gbps
+			emit machine_cpu_s_per_gib "$(awk -v c="${R[mcpu]}" -v g="$gib" 'BEGIN{printf "%.4f", c/g}')" s/GiB
+			emit proc_cpu_s_per_gib "$(awk -v a="${R[ccpu]:-0}" -v b="${R[scpu]:-0}" -v g="$gib" 'BEGIN{printf "%.4f", (a+b)/g}')" s/GiB
+			printf '  %-34s rep %d: %8s Gb/s  machine %s CPU-s\n' "$op r=$rr $m" "$r" "${PT_BW:-FAIL}" "${R[mcpu]}" | tee -a "$out/run.log" >&2
+		done
+	done
+done
+
+# ---- unthrottled software cost
+log "suite sw_cost: 8-byte RC round trip with polling, unthrottled; instructions per message"
+for ((r = 1; r <= reps; r++)); do
+	reset_r
+	R[suite]=sw_cost R[point]="engine_lat/8" R[tool]=engine_bw R[op]=send R[conn]=RC R[size]=8
+	R[rate]=0 R[rep]=$r R[load1]=$(cut -d' ' -f1 /proc/loadavg)
+	lg=$out/logs/engine_lat-$r.log
+	b0=$(cpu_snap); t0=$(now)
+	timeout -k 3 120 "$ENGINE_BW" --lat -r 0 -n $((quick ? 5000 : 20000)) >"$lg" 2>&1 || fail_note exit
+	t1=$(now); b1=$(cpu_snap)
+	R[wall]=$(fsub "$t1" "$t0")
+	R[mcpu]=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN{printf "%.3f", d/hz}')
+	v=$(sed -n 's/.*rtt_us=\([^ ]*\).*/\1/p' "$lg")
+	[ -n "$v" ] || fail_note no-result
+	emit rtt_us "$v" us
+	printf '  %-34s rep %d: rtt %s us\n' "engine_bw --lat -r 0" "$r" "${v:-FAIL}" | tee -a "$out/run.log" >&2
+done
+lat_point sw_cost "send_lat/r0/8" ib_send_lat 8 "--rate 0" $((quick ? 1000 : 5000))
+
+if [ "$have_valgrind" -eq 1 ]; then
+	# Instructions per message: callgrind on both processes of engine_bw
+	# (initiator + passive target, all threads), unthrottled RC WRITE of 64
+	# bytes: total Ir / messages. Full mode also runs a smaller count; the
+	# difference (marginal) cancels setup and teardown.
+	for ((r = 1; r <= reps; r++)); do
+		IR=()
+		for n in "${CG_N[@]}"; do
+			d=$TMP/cg-$r-$n
+			mkdir -p "$d"
+			timeout -k 5 600 valgrind --tool=callgrind --trace-children=yes \
+				--callgrind-out-file="$d/cg.%p" "$ENGINE_BW" --op write -s 64 -r 0 -n "$n" \
+				>"$out/logs/callgrind-$r-$n.log" 2>&1
+			IR[$n]=$(cat "$d"/cg.* 2>/dev/null | awk '/^summary:/{s += $2} END{print s + 0}')
+		done
+		reset_r
+		R[suite]=sw_cost R[point]="callgrind/write/64" R[tool]=engine_bw R[op]=write R[conn]=RC
+		R[size]=64 R[rate]=0 R[rep]=$r
+		hi=${CG_N[-1]} lo=${CG_N[0]} ipm=''
+		R[bytes]=$((hi * 64))
+		[ "$lo" != "$hi" ] &&
+			ipm=$(awk -v a="${IR[$hi]}" -v b="${IR[$lo]}" -v n=$((hi - lo)) 'BEGIN{if (a > b) printf "%.0f", (a-b)/n}')
+		tot=$(awk -v a="${IR[$hi]}" -v n="$hi" 'BEGIN{if (a > 0) printf "%.0f", a/n}')
+		[ -n "$tot" ] || fail_note no-result
+		R[note]="Ir(n=$hi)=${IR[$hi]}${ipm:+ Ir(n=$lo)=${IR[$lo]}}"
+		emit instr_per_msg "$tot" Ir/msg
+		[ -n "$ipm" ] && emit instr_per_msg_marginal "$ipm" Ir/msg
+		printf '  %-34s rep %d: %s instructions/message (total Ir / n=%s)%s\n' "callgrind engine_bw write 64B" "$r" "${tot:-FAIL}" "$hi" "${ipm:+, marginal $ipm}" | tee -a "$out/run.log" >&2
+	done
+else
+	log "valgrind not installed: instructions per message not measured"
+fi
+
+# ------------------------------------------------------------------ report
+T_END=$(date +%s)
+log "measurements done in $((T_END - T_START)) s; plotting"
+python3 "$here/report.py" --csv "$CSV" --out "$out" --cmd "$cmdline" \
+	--seconds $((T_END - T_START)) --capacity "$cap" --rate "$rate" \
+	--fails "$FAILS" --governor "$governor" --mode "$MODE" \
+	>>"$out/run.log" 2>&1 || { log "report.py failed (see run.log)"; FAILS=$((FAILS + 1)); }
+T_END=$(date +%s)
+log "done in $((T_END - T_START)) s: $out/summary.md ($FAILS failed run(s))"
+[ "$FAILS" -eq 0 ]
