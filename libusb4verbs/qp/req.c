@@ -86,6 +86,11 @@ static bool emit_frame(struct u4v_qp *qp, struct u4v_peer *peer,
 			    off);
 }
 
+/*
+ * Is anything waiting for an acknowledgement? A WQE that got its PSNs is,
+ * even when a rewind queued it again and the ring is full: the timer must
+ * keep running so that a dead peer always ends in status 12.
+ */
 static bool wqe_outstanding(struct u4v_qp *qp)
 {
 	uint32_t i = qp->sq_head, n;
@@ -95,8 +100,7 @@ static bool wqe_outstanding(struct u4v_qp *qp)
 
 		if (!w->psn_assigned)
 			return false;
-		if (w->state != U4V_WQE_DONE && (w->next_frame ||
-						 w->state == U4V_WQE_SENT))
+		if (w->state != U4V_WQE_DONE)
 			return true;
 	}
 	return false;
