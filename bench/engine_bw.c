@@ -445,6 +445,21 @@ int main(int argc, char **argv)
 	ret = initiator(b2a[0], a2b[1]);
 	close(a2b[1]);
 	waitpid(pid, &status, 0);
+	if (getenv("ENGINE_BW_COUNTERS")) {
+		struct u4l_counters c[2];
+
+		if (!u4l_sim_stat(opt.shm, c))
+			for (int e = 0; e < 2; e++)
+				printf("end%d: drops %llu retx %llu dupack %llu "
+				       "seqnak %llu/%llu ooo %llu dupfr %llu\n",
+				       e, (unsigned long long)c[e].fault_drop,
+				       (unsigned long long)c[e].retransmits,
+				       (unsigned long long)c[e].dup_acks,
+				       (unsigned long long)c[e].seq_naks_sent,
+				       (unsigned long long)c[e].seq_naks_rcvd,
+				       (unsigned long long)c[e].ooo_frames,
+				       (unsigned long long)c[e].dup_frames_rcvd);
+	}
 	u4l_sim_destroy(opt.shm);
 	return ret;
 }
