@@ -39,6 +39,7 @@ struct u4f_reorder {
 		void *frame; /* NULL: slot empty */
 		uint32_t len;
 		uint32_t psn;
+		bool placed; /* payload already placed: only the header kept */
 	} *slots;
 };
 
@@ -51,9 +52,19 @@ void u4f_reorder_destroy(struct u4f_reorder *r);
  */
 int u4f_reorder_hold(struct u4f_reorder *r, uint32_t expected, uint32_t psn,
 		     const void *frame, uint32_t len);
+/*
+ * Hold only the header of a frame whose payload the caller already placed
+ * (an RDMA WRITE frame ahead of a hole in the same message): len is the
+ * header length; the frame is taken back with placed = true.
+ */
+int u4f_reorder_hold_placed(struct u4f_reorder *r, uint32_t expected,
+			    uint32_t psn, const void *hdr, uint32_t len);
 /* Take the frame held for psn == expected, if any; free it with free(). */
 bool u4f_reorder_take(struct u4f_reorder *r, uint32_t expected, void **frame,
 		      uint32_t *len);
+/* The same, telling whether only the header was kept (placed). */
+bool u4f_reorder_take_placed(struct u4f_reorder *r, uint32_t expected,
+			     void **frame, uint32_t *len, bool *placed);
 /* Drop everything held (QP reset / error). */
 void u4f_reorder_clear(struct u4f_reorder *r);
 

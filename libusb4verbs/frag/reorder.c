@@ -44,8 +44,8 @@ void u4f_reorder_destroy(struct u4f_reorder *r)
 	r->slots = NULL;
 }
 
-int u4f_reorder_hold(struct u4f_reorder *r, uint32_t expected, uint32_t psn,
-		     const void *frame, uint32_t len)
+static int hold(struct u4f_reorder *r, uint32_t expected, uint32_t psn,
+		const void *frame, uint32_t len, bool placed)
 {
 	int32_t ahead = psn_diff(psn, expected);
 	struct u4f_held *slot;
@@ -69,12 +69,33 @@ int u4f_reorder_hold(struct u4f_reorder *r, uint32_t expected, uint32_t psn,
 	memcpy(slot->frame, frame, len);
 	slot->len = len;
 	slot->psn = psn;
+	slot->placed = placed;
 	r->count++;
 	return 0;
 }
 
+int u4f_reorder_hold(struct u4f_reorder *r, uint32_t expected, uint32_t psn,
+		     const void *frame, uint32_t len)
+{
+	return hold(r, expected, psn, frame, len, false);
+}
+
+int u4f_reorder_hold_placed(struct u4f_reorder *r, uint32_t expected,
+			    uint32_t psn, const void *hdr, uint32_t len)
+{
+	return hold(r, expected, psn, hdr, len, true);
+}
+
 bool u4f_reorder_take(struct u4f_reorder *r, uint32_t expected, void **frame,
 		      uint32_t *len)
+{
+	bool placed;
+
+	return u4f_reorder_take_placed(r, expected, frame, len, &placed);
+}
+
+bool u4f_reorder_take_placed(struct u4f_reorder *r, uint32_t expected,
+			     void **frame, uint32_t *len, bool *placed)
 {
 	struct u4f_held *slot;
 
@@ -94,6 +115,7 @@ bool u4f_reorder_take(struct u4f_reorder *r, uint32_t expected, void **frame,
 	}
 	*frame = slot->frame;
 	*len = slot->len;
+	*placed = slot->placed;
 	slot->frame = NULL;
 	r->count--;
 	return true;

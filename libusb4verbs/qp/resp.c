@@ -160,7 +160,7 @@ static enum exec_result exec_write(struct u4v_qp *qp, const struct u4w_hdr *h,
 	/* the immediate needs a receive WQE: find it before touching memory */
 	if ((info->flags & U4W_OPF_IMM) && !take_rwqe(qp))
 		return EXEC_RNR;
-	if (h->paylen)
+	if (h->paylen && payload) /* NULL: placed ahead (place_ahead) */
 		memcpy((void *)(uintptr_t)(qp->wr_va + qp->msg_off), payload,
 		       h->paylen);
 	qp->msg_off += h->paylen;
@@ -465,6 +465,46 @@ static void after_exec(struct u4v_qp *qp, const struct u4w_hdr *h,
 	}
 }
 
+/*
+ * An RDMA WRITE frame that arrives ahead of a hole inside the message being
+ * written: its place is known (the message's start PSN, va and length are),
+ * so its payload goes straight into the MR and only its header waits for
+ * the hole. Saves the copy into the reorder buffer that would cost a busy
+ * receiver dearly while a retransmission crosses a full TX ring.
+ */
+static bool place_ahead(struct u4v_qp *qp, const struct u4w_hdr *h,
+			const uint8_t *payload, const void *frame)
+{
+	uint32_t op = U4W_OP(h->opcode), first, n, idx;
+	bool last;
+
+	if (!qp->in_msg || !qp->wr_mr ||
+	    (op != U4W_WRITE_MIDDLE && op != U4W_WRITE_LAST &&
+	     op != U4W_WRITE_LAST_IMM))
+		return false;
+	/* every frame executed so far carried a whole granule */
+	first = psn_add(qp->epsn, U4V_PSN_MASK + 1 -
+				  (uint32_t)(qp->msg_off / U4W_GRANULE));
+	n = u4f_nframes(qp->wr_len);
+	idx = (uint32_t)psn_diff(h->psn, first);
+	if (psn_diff(h->psn, first) <= 0 || idx >= n)
+		return false; /* not this message */
+	last = idx + 1 == n;
+	if (last != (op != U4W_WRITE_MIDDLE) ||
+	    h->paylen != u4f_frame_len(qp->wr_len, idx))
+		return false;
+	if (u4v_mr_check_remote(qp->pd, qp->wr_rkey,
+				qp->wr_va + (uint64_t)idx * U4W_GRANULE,
+				h->paylen, IBV_ACCESS_REMOTE_WRITE, NULL))
+		return false;
+	if (u4f_reorder_hold_placed(&qp->req_reorder, qp->epsn, h->psn, frame,
+				    u4w_hdr_len(h->opcode)))
+		return false;
+	memcpy((void *)(uintptr_t)(qp->wr_va + (uint64_t)idx * U4W_GRANULE),
+	       payload, h->paylen);
+	return true;
+}
+
 static void rc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 		     const uint8_t *payload, const void *frame, uint32_t len)
 {
@@ -479,10 +519,11 @@ static void rc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 		return;
 	}
 	if (d > 0) {
-		int ret = u4f_reorder_hold(&qp->req_reorder, qp->epsn, h->psn,
-					   frame, len);
+		bool held_ok = place_ahead(qp, h, payload, frame) ||
+			       !u4f_reorder_hold(&qp->req_reorder, qp->epsn,
+						 h->psn, frame, len);
 
-		if (!ret)
+		if (held_ok)
 			cnt_inc(qp, &qp->ctx->cnt->ooo_frames);
 		if (!qp->nak_sent) {
 			qp->nak_sent = true;
@@ -494,14 +535,21 @@ static void rc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 	r = exec_request(qp, h, payload, &syndrome);
 	after_exec(qp, h, r, syndrome);
 	/* a tail that came before its head is executed now, in order */
-	while (r == EXEC_OK && u4f_reorder_take(&qp->req_reorder, qp->epsn,
-						&held, &hlen)) {
+	while (r == EXEC_OK) {
 		struct u4w_hdr hh;
+		bool placed;
 
-		if (!u4w_decode(held, hlen, &hh)) {
+		if (!u4f_reorder_take_placed(&qp->req_reorder, qp->epsn, &held,
+					     &hlen, &placed))
+			break;
+		/* a placed frame kept only its header: its payload is in */
+		if (!u4w_decode(held, placed ? hlen + u4w_peek_paylen(held) :
+					       hlen,
+				&hh)) {
 			r = exec_request(qp, &hh,
-					 (const uint8_t *)held +
-						 u4w_hdr_len(hh.opcode),
+					 placed ? NULL :
+						  (const uint8_t *)held +
+							  u4w_hdr_len(hh.opcode),
 					 &syndrome);
 			after_exec(qp, &hh, r, syndrome);
 		}

@@ -126,6 +126,14 @@ unsigned int u4w_encode(void *frame, const struct u4w_hdr *h)
 	return (unsigned int)(p - (uint8_t *)frame);
 }
 
+uint16_t u4w_peek_paylen(const void *frame)
+{
+	uint16_t v;
+
+	get16((const uint8_t *)frame + 2, &v);
+	return v;
+}
+
 int u4w_decode(const void *frame, size_t len, struct u4w_hdr *h)
 {
 	const struct u4w_opinfo *info;

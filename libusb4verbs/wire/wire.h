@@ -105,6 +105,8 @@ struct u4w_hdr {
 unsigned int u4w_hdr_len(uint8_t opcode);
 /* Write the headers; returns their length (the payload follows). */
 unsigned int u4w_encode(void *frame, const struct u4w_hdr *hdr);
+/* The payload length a header announces (header bytes only are read). */
+uint16_t u4w_peek_paylen(const void *frame);
 /*
  * Decode and validate a received frame of len bytes. Returns 0 and fills hdr
  * (payload at frame + return of u4w_hdr_len) or a negative errno: EPROTO
