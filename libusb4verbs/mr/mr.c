@@ -218,13 +218,14 @@ enum ibv_wc_status u4v_mr_check_remote(struct u4v_pd *pd, uint32_t rkey,
 	return IBV_WC_SUCCESS;
 }
 
-void u4v_sge_copy_out(const struct ibv_sge *sge, uint32_t nsge, uint64_t off,
-		      void *dst, uint32_t len)
+/* Copy len bytes between a flat buffer and an SGE list, from offset off. */
+static void sge_copy(const struct ibv_sge *sge, uint32_t nsge, uint64_t off,
+		     uint8_t *buf, uint32_t len, bool into_sges)
 {
-	uint8_t *d = dst;
 	uint32_t i;
 
 	for (i = 0; i < nsge && len; i++) {
+		void *at = (void *)(uintptr_t)(sge[i].addr + off);
 		uint64_t n;
 
 		if (off >= sge[i].length) {
@@ -234,34 +235,26 @@ void u4v_sge_copy_out(const struct ibv_sge *sge, uint32_t nsge, uint64_t off,
 		n = sge[i].length - off;
 		if (n > len)
 			n = len;
-		memcpy(d, (const void *)(uintptr_t)(sge[i].addr + off), n);
-		d += n;
+		if (into_sges)
+			memcpy(at, buf, n);
+		else
+			memcpy(buf, at, n);
+		buf += n;
 		len -= (uint32_t)n;
 		off = 0;
 	}
 }
 
+void u4v_sge_copy_out(const struct ibv_sge *sge, uint32_t nsge, uint64_t off,
+		      void *dst, uint32_t len)
+{
+	sge_copy(sge, nsge, off, dst, len, false);
+}
+
 void u4v_sge_copy_in(const struct ibv_sge *sge, uint32_t nsge, uint64_t off,
 		     const void *src, uint32_t len)
 {
-	const uint8_t *s = src;
-	uint32_t i;
-
-	for (i = 0; i < nsge && len; i++) {
-		uint64_t n;
-
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		n = sge[i].length - off;
-		if (n > len)
-			n = len;
-		memcpy((void *)(uintptr_t)(sge[i].addr + off), s, n);
-		s += n;
-		len -= (uint32_t)n;
-		off = 0;
-	}
+	sge_copy(sge, nsge, off, (uint8_t *)(uintptr_t)src, len, true);
 }
 
 int u4v_create_ah(struct u4v_pd *pd, const struct ibv_ah_attr *attr,
