@@ -258,17 +258,23 @@ static int open_sim_cdev(int flags)
 }
 
 #define NEEDS_MODE(flags) (((flags) & O_CREAT) || ((flags) & O_TMPFILE) == O_TMPFILE)
+/* The optional mode argument of an open-like call whose last named
+ * parameter is flags (GNU statement expression). */
+#define MODE_ARG(flags)                                                       \
+	({                                                                    \
+		mode_t m_ = 0;                                                \
+		if (NEEDS_MODE(flags)) {                                      \
+			va_list ap_;                                          \
+			va_start(ap_, flags);                                 \
+			m_ = va_arg(ap_, mode_t);                             \
+			va_end(ap_);                                          \
+		}                                                             \
+		m_;                                                           \
+	})
 
 EXPORT int open(const char *path, int flags, ...)
 {
-	mode_t mode = 0;
-
-	if (NEEDS_MODE(flags)) {
-		va_list ap;
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
+	mode_t mode = MODE_ARG(flags);
 	if (__builtin_expect(is_sim_cdev(path), 0))
 		return open_sim_cdev(flags);
 	return NEXT(open_fn, "open")(path, flags, mode);
@@ -276,14 +282,7 @@ EXPORT int open(const char *path, int flags, ...)
 
 EXPORT int open64(const char *path, int flags, ...)
 {
-	mode_t mode = 0;
-
-	if (NEEDS_MODE(flags)) {
-		va_list ap;
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
+	mode_t mode = MODE_ARG(flags);
 	if (__builtin_expect(is_sim_cdev(path), 0))
 		return open_sim_cdev(flags);
 	return NEXT(open_fn, "open64")(path, flags, mode);
@@ -291,14 +290,7 @@ EXPORT int open64(const char *path, int flags, ...)
 
 EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
-	mode_t mode = 0;
-
-	if (NEEDS_MODE(flags)) {
-		va_list ap;
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
+	mode_t mode = MODE_ARG(flags);
 	if (__builtin_expect(is_sim_cdev(path), 0))
 		return open_sim_cdev(flags);
 	return NEXT(openat_fn, "openat")(dirfd, path, flags, mode);
@@ -306,14 +298,7 @@ EXPORT int openat(int dirfd, const char *path, int flags, ...)
 
 EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
-	mode_t mode = 0;
-
-	if (NEEDS_MODE(flags)) {
-		va_list ap;
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
+	mode_t mode = MODE_ARG(flags);
 	if (__builtin_expect(is_sim_cdev(path), 0))
 		return open_sim_cdev(flags);
 	return NEXT(openat_fn, "openat64")(dirfd, path, flags, mode);
