@@ -3,10 +3,11 @@
  * usb4verbs: internal definitions of the kernel shim.
  *
  * Objects:
- *  cable   one host-to-host link (a Thunderbolt peer, or the soft cable
- *          joining usb4v0 and usb4v1); owns the context id space and the
- *          channel budget.
- *  dev     one ib_device (one end of a cable on this host).
+ *  cable   this host's end of one host-to-host link (a Thunderbolt peer,
+ *          or one of the two ends of the soft cable); owns the end's half
+ *          of the context id space and its channel budget, and talks to
+ *          the other end's shim with the channel protocol (proto.c).
+ *  dev     the ib_device of a cable end.
  *  uctx    one verbs context (ib_ucontext).
  *  chan    a channel between two contexts; two halves, one per context.
  *  half    one context's TX ring + RX ring + frame pools + shadow ring.
@@ -40,11 +41,12 @@
 extern unsigned int u4v_ring_depth;
 extern unsigned int u4v_soft_channels;
 extern bool u4v_allow_direct;
+extern unsigned int u4v_tb_channels;
 
+struct u4v_cable;
 struct u4v_dev;
 struct u4v_ucontext;
 struct u4v_half;
-struct tb_ring;
 
 enum u4v_buf_kind {
 	U4V_BUF_PAGES,	/* alloc_pages_exact: soft cable, shadow, status */
@@ -81,6 +83,8 @@ struct u4v_half {
 	u32 remote_ctx;
 	u32 depth;
 	bool dead;
+	bool gone;     /* the remote context left (cross-end channels) */
+	bool counted;  /* holds one unit of its cable's budget */
 	bool direct;   /* the owner writes descriptors and doorbells */
 	bool accepted; /* the owner has seen it (chan_get/accept) */
 	u32 tx_hop, rx_hop; /* register slots (direct mode) */
@@ -101,8 +105,8 @@ struct u4v_half {
 	u32 rx_rel;  /* positions userspace gave back */
 	u32 rx_done; /* positions completed (frame delivered) */
 
-	/* hardware (Thunderbolt) rings, NULL on the soft cable */
-	struct tb_ring *hw_tx, *hw_rx;
+	/* Thunderbolt rings, HopIDs and paths (tb.c); NULL on the soft cable */
+	void *hw;
 };
 
 struct u4v_chan {
@@ -111,14 +115,44 @@ struct u4v_chan {
 	struct u4v_half side[2];
 	bool loopback;	/* same end: no budget, no hardware */
 	bool self;	/* one context to itself: side[0] only */
-	bool counted;	/* holds one unit of the cable budget */
 	int nr_alive;	/* halves whose owner is still alive */
 };
 
+/*
+ * The channel protocol between the shims of the two ends (proto.c). The
+ * same messages travel as XDomain requests on a Thunderbolt cable and as
+ * function calls between the two ends of the soft cable. End 0 decides
+ * every cross-end channel, so concurrent connects from both ends meet.
+ */
+enum u4v_msg_type {
+	U4V_MSG_MASK = 1, /* the sender's live contexts */
+	U4V_MSG_REQ,	  /* end 1 -> end 0: please open (a, b) */
+	U4V_MSG_OPEN,	  /* end 0 -> end 1: channel (a, b), join it */
+	U4V_MSG_CLOSE,	  /* forget channel (a, b) */
+};
+
+struct u4v_msg {
+	u32 type;
+	s32 status; /* reply: 0 or -errno */
+	u32 a;	    /* context id at end 0 */
+	u32 b;	    /* context id at end 1 */
+	u32 depth;  /* OPEN: ring depth, both ends must agree */
+	u32 hop;    /* OPEN: sender's RX HopID; reply: the responder's */
+	u64 mask;   /* MASK: bit per live context of the sender */
+	u64 seq;    /* MASK: newer wins */
+};
+
 struct u4v_cable_ops {
-	/* set up hardware for a cross-cable channel (NULL: soft engine) */
-	int (*chan_open)(struct u4v_chan *chan);
-	void (*chan_close)(struct u4v_chan *chan);
+	/* one request to the other end's shim; the reply is written to m */
+	int (*send)(struct u4v_cable *cable, struct u4v_msg *m);
+	/* end 0: resources of half h before OPEN (fills m->hop) */
+	int (*chan_open)(struct u4v_half *h, struct u4v_msg *m);
+	/* end 0: OPEN was accepted; end 1: join the channel OPEN describes */
+	int (*chan_connect)(struct u4v_half *h, struct u4v_msg *m);
+	struct u4v_half *(*chan_join)(struct u4v_cable *cable,
+				      struct u4v_ucontext *owner,
+				      struct u4v_msg *m);
+	void (*chan_close)(struct u4v_half *h);
 	/* new TX positions posted on half h */
 	void (*tx_kick)(struct u4v_half *h);
 	/* RX positions given back on half h */
@@ -131,15 +165,20 @@ struct u4v_cable {
 	struct mutex lock;
 	struct kref ref;
 	const struct u4v_cable_ops *ops;
-	struct u4v_dev *end[2];
-	struct u4v_ucontext *ctx[U4V_MAX_CTX];
-	u64 alive_mask;
+	struct u4v_dev *dev; /* our end's ib_device */
+	u32 end;
+	struct u4v_ucontext *ctx[U4V_MAX_CTX]; /* only our end's ids */
+	u64 local_mask;	 /* live contexts of this end */
+	u64 remote_mask; /* live contexts of the other end, as last told */
+	u64 quarantine;	 /* ids not reused until the other end knows */
+	u64 mask_seq, remote_seq;
 	u32 next_ctx;
 	u32 max_channels;
 	u32 nr_channels;
 	u64 wire_rate;
 	bool up;
-	void *priv; /* Thunderbolt peer */
+	void *priv; /* Thunderbolt peer, or the other soft end */
+	struct u4v_half *opening; /* soft cable: the half OPEN is about */
 	u32 nr_direct; /* direct contexts: the soft engine polls */
 	struct task_struct *engine;
 	wait_queue_head_t engine_wq;
@@ -210,13 +249,33 @@ static inline struct u4v_buf *to_u4v_buf(struct rdma_user_mmap_entry *e)
 	return container_of(e, struct u4v_buf, rdma);
 }
 
+/* Context ids: end 0 has the low half of the id space, end 1 the high. */
+#define U4V_CTX_PER_END (U4V_MAX_CTX / 2)
+
+static inline u32 u4v_ctx_end(u32 ctx_id)
+{
+	return ctx_id / U4V_CTX_PER_END;
+}
+
+/* A half whose peer left: the next connect makes a new channel. */
+static inline bool u4v_half_stale(struct u4v_half *h)
+{
+	return h->gone || (h->peer && h->peer->dead);
+}
+
 /* usb4verbs_main.c */
-struct u4v_cable *u4v_cable_alloc(const struct u4v_cable_ops *ops,
+struct u4v_cable *u4v_cable_alloc(const struct u4v_cable_ops *ops, u32 end,
 				  u32 max_channels, u64 wire_rate);
 void u4v_cable_put(struct u4v_cable *cable);
+void u4v_cable_publish(struct u4v_cable *cable);
+void u4v_cable_down(struct u4v_cable *cable);
+
+/* usb4verbs_proto.c */
 int u4v_ctx_attach(struct u4v_ucontext *uctx);
 void u4v_ctx_detach(struct u4v_ucontext *uctx);
-void u4v_cable_down(struct u4v_cable *cable);
+int u4v_proto_connect(struct u4v_ucontext *uctx, u32 remote);
+void u4v_proto_recv(struct u4v_cable *cable, struct u4v_msg *m);
+void u4v_proto_send_mask(struct u4v_cable *cable);
 
 /* usb4verbs_ib.c */
 struct u4v_dev *u4v_dev_create(struct u4v_cable *cable, u32 end,
@@ -230,6 +289,14 @@ struct u4v_buf *u4v_buf_alloc(struct u4v_ucontext *uctx, size_t size,
 			      bool writable);
 void u4v_buf_remove(struct u4v_buf *buf);
 void u4v_buf_free(struct u4v_buf *buf);
+int u4v_chan_new(struct u4v_ucontext *owner, u32 remote,
+		 struct u4v_half **out);
+int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
+		  struct u4v_ucontext *owner, u32 remote, u32 depth);
+void u4v_half_kill(struct u4v_half *h);
+void u4v_half_gone(struct u4v_half *h);
+void u4v_half_install(struct u4v_ucontext *uctx, struct u4v_half *h,
+		      bool notify);
 int u4v_chan_get(struct u4v_ucontext *uctx, u32 remote,
 		 struct u4v_chan_info *info);
 int u4v_chan_accept(struct u4v_ucontext *uctx, struct u4v_chan_info *info);

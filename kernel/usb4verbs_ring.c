@@ -12,10 +12,15 @@
 
 #include "usb4verbs.h"
 
-/* Allocate zeroed, physically contiguous memory mapped through uctx. */
+/*
+ * Allocate zeroed, physically contiguous memory mapped through uctx: DMA
+ * coherent memory of the NHI on a Thunderbolt cable, plain pages on the
+ * soft cable (whose "DMA addresses" are offsets).
+ */
 struct u4v_buf *u4v_buf_alloc(struct u4v_ucontext *uctx, size_t size,
 			      bool writable)
 {
+	struct device *dma_dev = uctx->dev->dma_dev;
 	struct u4v_buf *buf;
 	int ret;
 
@@ -23,18 +28,22 @@ struct u4v_buf *u4v_buf_alloc(struct u4v_ucontext *uctx, size_t size,
 	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
 	if (!buf)
 		return NULL;
-	buf->kind = U4V_BUF_PAGES;
 	buf->size = size;
 	buf->writable = writable;
-	buf->kva = alloc_pages_exact(size, GFP_KERNEL | __GFP_ZERO);
+	buf->dma_dev = dma_dev;
+	buf->kind = dma_dev ? U4V_BUF_COHERENT : U4V_BUF_PAGES;
+	if (dma_dev)
+		buf->kva = dma_alloc_coherent(dma_dev, size, &buf->dma,
+					      GFP_KERNEL);
+	else
+		buf->kva = alloc_pages_exact(size, GFP_KERNEL | __GFP_ZERO);
 	if (!buf->kva) {
 		kfree(buf);
 		return NULL;
 	}
 	ret = rdma_user_mmap_entry_insert(&uctx->ibuc, &buf->rdma, size);
 	if (ret) {
-		free_pages_exact(buf->kva, size);
-		kfree(buf);
+		u4v_buf_free(buf);
 		return NULL;
 	}
 	return buf;
@@ -110,8 +119,8 @@ static void u4v_half_remove_bufs(struct u4v_half *h)
  * Memory of one half, mapped into its owner. Every RX descriptor starts
  * posted; TX descriptors are written by the doorbell.
  */
-static int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
-			 struct u4v_ucontext *owner, u32 remote, u32 depth)
+int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
+		  struct u4v_ucontext *owner, u32 remote, u32 depth)
 {
 	size_t ring = PAGE_ALIGN(depth * sizeof(struct u4v_desc));
 	size_t pool = (size_t)depth * U4V_FRAME_SIZE;
@@ -145,7 +154,7 @@ static int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
 		h->rx_db = owner->db[1]->kva + remote * U4V_DB_SLOT_SIZE +
 			   U4V_DB_PROD_CONS;
 		WRITE_ONCE(*h->tx_db, 0);
-		WRITE_ONCE(*h->rx_db, 0);
+		WRITE_ONCE(*h->rx_db, depth - 1); /* all but one posted */
 	}
 	h->tx_desc = h->buf[U4V_MAP_TX_DESC]->kva;
 	h->rx_desc = h->buf[U4V_MAP_RX_DESC]->kva;
@@ -153,10 +162,11 @@ static int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
 	h->tx_pool = h->buf[U4V_MAP_TX_POOL]->kva;
 	h->rx_pool = h->buf[U4V_MAP_RX_POOL]->kva;
 
-	/* Soft engine: "DMA addresses" are pool offsets, never pointers. */
 	for (i = 0; i < depth; i++) {
-		h->tx_desc[i].phys = (u64)i * U4V_FRAME_SIZE;
-		h->rx_desc[i].phys = (u64)i * U4V_FRAME_SIZE;
+		h->tx_desc[i].phys = h->buf[U4V_MAP_TX_POOL]->dma +
+				     (u64)i * U4V_FRAME_SIZE;
+		h->rx_desc[i].phys = h->buf[U4V_MAP_RX_POOL]->dma +
+				     (u64)i * U4V_FRAME_SIZE;
 		h->tx_meta[i].off = i * U4V_FRAME_SIZE;
 		if (i < depth - 1)
 			h->rx_desc[i].len_flags =
@@ -178,8 +188,30 @@ static void u4v_chan_free(struct u4v_chan *chan)
 	kfree(chan);
 }
 
+/* A cross-end channel is useless once either context left: budget back. */
+static void u4v_half_uncount(struct u4v_half *h, struct u4v_cable *cable)
+{
+	if (!h->counted)
+		return;
+	h->counted = false;
+	cable->nr_channels--;
+	if (cable->ops->chan_close)
+		cable->ops->chan_close(h);
+}
+
+/* Under the owner's cable->lock: the remote context of h left. */
+void u4v_half_gone(struct u4v_half *h)
+{
+	struct u4v_cable *cable = h->uctx->dev->cable;
+
+	mutex_lock(&h->chan->lock);
+	h->gone = true;
+	mutex_unlock(&h->chan->lock);
+	u4v_half_uncount(h, cable);
+}
+
 /* Under cable->lock: a half of uctx's is no longer wanted. */
-static void u4v_half_kill(struct u4v_half *h)
+void u4v_half_kill(struct u4v_half *h)
 {
 	struct u4v_chan *chan = h->chan;
 	struct u4v_cable *cable = h->uctx->dev->cable;
@@ -195,16 +227,16 @@ static void u4v_half_kill(struct u4v_half *h)
 	mutex_unlock(&chan->lock);
 	list_del_init(&h->pending);
 	u4v_half_remove_bufs(h);
-
-	/* The channel is useless once either end left: give budget back. */
-	if (chan->counted) {
-		chan->counted = false;
-		cable->nr_channels--;
-		if (cable->ops->chan_close)
-			cable->ops->chan_close(chan);
-	}
+	u4v_half_uncount(h, cable);
 	if (free_it)
 		u4v_chan_free(chan);
+}
+
+/* Under cable->lock: h is replaced; it goes when its owner does. */
+static void u4v_half_retire(struct u4v_ucontext *uctx, struct u4v_half *h)
+{
+	list_move_tail(&h->pending, &uctx->graveyard);
+	u4v_half_uncount(h, uctx->dev->cable);
 }
 
 /* Under cable->lock, at context teardown. */
@@ -224,107 +256,126 @@ void u4v_ctx_release_chans(struct u4v_ucontext *uctx)
 		u4v_half_kill(h);
 }
 
-/* Under cable->lock: x is the caller, y the remote context. */
-static int u4v_chan_create(struct u4v_ucontext *x, struct u4v_ucontext *y,
-			   struct u4v_half **out)
+/*
+ * Under cable->lock: h becomes uctx's half to h->remote_ctx, retiring a
+ * stale one; with notify, uctx learns of it (chan_gen, eventfd, accept).
+ */
+void u4v_half_install(struct u4v_ucontext *uctx, struct u4v_half *h,
+		      bool notify)
 {
-	struct u4v_cable *cable = x->dev->cable;
-	u32 depth = u4v_ring_depth;
-	struct u4v_chan *chan;
-	struct u4v_half *old;
+	struct u4v_half *old = uctx->halves[h->remote_ctx];
+
+	if (old)
+		u4v_half_retire(uctx, old);
+	WRITE_ONCE(uctx->halves[h->remote_ctx], h);
+	if (!notify) {
+		h->accepted = true;
+		return;
+	}
+	list_add_tail(&h->pending, &uctx->pending_chans);
+	WRITE_ONCE(uctx->status->chan_gen, uctx->status->chan_gen + 1);
+	if (uctx->evfd)
+		eventfd_signal(uctx->evfd, 1);
+}
+
+/* A channel with one half, owner's, to context remote (not yet installed). */
+int u4v_chan_new(struct u4v_ucontext *owner, u32 remote,
+		 struct u4v_half **out)
+{
+	struct u4v_chan *chan = kzalloc(sizeof(*chan), GFP_KERNEL);
 	int ret;
 
-	chan = kzalloc(sizeof(*chan), GFP_KERNEL);
 	if (!chan)
 		return -ENOMEM;
 	mutex_init(&chan->lock);
-	chan->cable = cable;
-	chan->self = x == y;
-	chan->loopback = x->dev == y->dev;
-	if (!chan->loopback) {
-		if (cable->nr_channels >= cable->max_channels) {
-			kfree(chan);
-			return -ENOSPC;
-		}
-	}
-
-	ret = u4v_half_init(&chan->side[0], chan, x, y->ctx_id, depth);
-	if (ret)
-		goto err;
-	chan->side[0].peer = &chan->side[chan->self ? 0 : 1];
+	chan->cable = owner->dev->cable;
 	chan->nr_alive = 1;
-	if (!chan->self) {
-		ret = u4v_half_init(&chan->side[1], chan, y, x->ctx_id, depth);
-		if (ret)
-			goto err_half0;
-		chan->side[1].peer = &chan->side[0];
-		chan->nr_alive = 2;
-	}
-	if (!chan->loopback) {
-		if (cable->ops->chan_open) {
-			ret = cable->ops->chan_open(chan);
-			if (ret)
-				goto err_half1;
-		}
-		cable->nr_channels++;
-		chan->counted = true;
-	}
-
-	chan->side[0].accepted = true;
-	WRITE_ONCE(x->halves[y->ctx_id], &chan->side[0]);
-	if (!chan->self) {
-		/* A stale half of a context that left with this id. */
-		old = y->halves[x->ctx_id];
-		if (old)
-			list_move_tail(&old->pending, &y->graveyard);
-		WRITE_ONCE(y->halves[x->ctx_id], &chan->side[1]);
-		list_add_tail(&chan->side[1].pending, &y->pending_chans);
-		WRITE_ONCE(y->status->chan_gen, y->status->chan_gen + 1);
-		if (y->evfd)
-			eventfd_signal(y->evfd, 1);
+	ret = u4v_half_init(&chan->side[0], chan, owner, remote,
+			    u4v_ring_depth);
+	if (ret) {
+		u4v_chan_free(chan);
+		return ret;
 	}
 	*out = &chan->side[0];
 	return 0;
+}
 
-err_half1:
-	if (!chan->self)
-		u4v_half_remove_bufs(&chan->side[1]);
-err_half0:
-	u4v_half_remove_bufs(&chan->side[0]);
-err:
-	u4v_chan_free(chan);
-	return ret;
+/* Under cable->lock: a loopback channel, x the caller, y on the same end. */
+static int u4v_chan_loopback(struct u4v_ucontext *x, struct u4v_ucontext *y,
+			     struct u4v_half **out)
+{
+	struct u4v_half *h0, *h1;
+	struct u4v_chan *chan;
+	int ret;
+
+	ret = u4v_chan_new(x, y->ctx_id, &h0);
+	if (ret)
+		return ret;
+	chan = h0->chan;
+	chan->loopback = true;
+	chan->self = x == y;
+	h0->peer = h0;
+	if (!chan->self) {
+		h1 = &chan->side[1];
+		ret = u4v_half_init(h1, chan, y, x->ctx_id, u4v_ring_depth);
+		if (ret) {
+			u4v_half_kill(h0);
+			return ret;
+		}
+		h0->peer = h1;
+		h1->peer = h0;
+		chan->nr_alive = 2;
+		u4v_half_install(y, h1, true);
+	}
+	u4v_half_install(x, h0, false);
+	*out = h0;
+	return 0;
 }
 
 int u4v_chan_get(struct u4v_ucontext *uctx, u32 remote,
 		 struct u4v_chan_info *info)
 {
 	struct u4v_cable *cable = uctx->dev->cable;
-	struct u4v_ucontext *y;
+	bool cross = u4v_ctx_end(remote) != cable->end;
+	struct u4v_ucontext *y = NULL;
 	struct u4v_half *h;
 	int ret = 0;
 
 	if (remote >= U4V_MAX_CTX)
 		return -EINVAL;
+	/* across the cable the protocol makes (or finds) the channel */
+	ret = cross ? u4v_proto_connect(uctx, remote) : 0;
+	if (ret)
+		return ret;
 	mutex_lock(&cable->lock);
 	if (!cable->up) {
 		ret = -ENOLINK;
 		goto out;
 	}
-	y = cable->ctx[remote];
-	if (!y) {
+	if (!cross) {
+		y = cable->ctx[remote];
+		if (!y) {
+			ret = -EHOSTUNREACH;
+			goto out;
+		}
+	}
+	h = uctx->halves[remote];
+	if (h && u4v_half_stale(h)) {
+		if (cross) {
+			/* the peer left between the protocol and here */
+			ret = -EHOSTUNREACH;
+			goto out;
+		}
+		WRITE_ONCE(uctx->halves[remote], NULL);
+		u4v_half_retire(uctx, h);
+		h = NULL;
+	}
+	if (!h && cross) {
 		ret = -EHOSTUNREACH;
 		goto out;
 	}
-	h = uctx->halves[remote];
-	if (h && (h->peer->dead || h->peer->uctx != y)) {
-		/* the old peer left; its id was reused */
-		WRITE_ONCE(uctx->halves[remote], NULL);
-		list_move_tail(&h->pending, &uctx->graveyard);
-		h = NULL;
-	}
 	if (!h) {
-		ret = u4v_chan_create(uctx, y, &h);
+		ret = u4v_chan_loopback(uctx, y, &h);
 		if (ret)
 			goto out;
 	}
@@ -526,7 +577,8 @@ bool u4v_direct_poll(struct u4v_half *h)
 	mutex_lock(&h->chan->lock);
 	if (h->dead || !h->direct)
 		goto out;
-	cons = READ_ONCE(*h->rx_db) & mask;
+	/* the NHI's RX register: one past the last posted descriptor */
+	cons = (READ_ONCE(*h->rx_db) - (h->depth - 1)) & mask;
 	n = (cons - h->rx_rel) & mask;
 	rx = n && !u4v_rx_commit(h, h->rx_rel + n);
 	prod = (READ_ONCE(*h->tx_db) >> U4V_DB_PROD_SHIFT) & mask;

@@ -4,10 +4,11 @@
  *
  * We publish a property directory ("usb4v", own protocol UUID). For every
  * peer host that publishes it too, the service probes; the two shims log
- * in to each other over XDomain requests (protocol version, capabilities,
- * the HopID each side receives on), then the DMA tunnel's paths are
- * enabled, one ring pair is started in polling mode and an ib_device
- * usb4v<N> is registered for the peer.
+ * in to each other over XDomain requests (protocol version, ring depth),
+ * and an ib_device usb4v<N> is registered for the peer. Channels come
+ * later, one DMA tunnel each: the channel protocol (proto.c) travels as
+ * XDomain requests, and every channel gets its own ring pair in polling
+ * mode, its own HopIDs and paths.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -53,13 +54,14 @@ enum u4v_tb_type {
 	U4V_TB_LOGIN_RESP,
 	U4V_TB_LOGOUT,
 	U4V_TB_STATUS_NOT_SUPPORTED,
+	U4V_TB_MSG,	 /* a channel protocol message (struct u4v_msg) */
+	U4V_TB_MSG_RESP, /* its reply */
 };
 
 struct u4v_tb_login {
 	struct u4v_tb_hdr hdr;
 	u32 proto_ver;
-	u32 caps;	/* none defined yet */
-	u32 rx_hopid;	/* the HopID the sender receives on */
+	u32 caps; /* none defined yet */
 	u32 ring_depth;
 };
 
@@ -69,6 +71,11 @@ struct u4v_tb_login_resp {
 	u32 proto_ver;
 };
 
+struct u4v_tb_msg {
+	struct u4v_tb_hdr hdr;
+	struct u4v_msg msg;
+};
+
 struct u4v_tb_peer {
 	struct tb_service *svc;
 	struct tb_xdomain *xd;
@@ -76,24 +83,37 @@ struct u4v_tb_peer {
 	struct delayed_work login_work;
 	struct work_struct up_work;
 	struct mutex lock;
-	struct tb_ring *tx_ring;
-	struct tb_ring *rx_ring;
-	int local_rx_hopid;  /* peer transmits to us on this */
-	int remote_rx_hopid; /* we transmit to the peer on this */
-	int out_hopid;
+	struct mutex req_lock; /* one request of ours in flight at a time */
+	struct workqueue_struct *wq; /* requests from the peer */
 	bool logged_in;	     /* our login was accepted */
 	bool peer_logged_in; /* the peer's login arrived */
-	bool paths_up;
 	int retries;
 	u32 command;
 	struct u4v_cable *cable;
 	struct u4v_dev *dev;
 };
 
+/* A channel's hardware: one ring pair, its HopIDs, the tunnel's paths. */
+struct u4v_tb_hw {
+	struct u4v_tb_peer *p;
+	struct u4v_half *h;
+	struct tb_ring *tx, *rx;
+	int in_hop, out_hop;
+	bool paths_up;
+	struct work_struct rx_work;
+};
+
+/* A request from the peer, answered from our workqueue. */
+struct u4v_tb_rx {
+	struct work_struct work;
+	struct u4v_tb_peer *p;
+	struct u4v_tb_msg req;
+};
+
 static struct tb_property_dir *u4v_tb_dir;
 
 static void u4v_tb_fill_hdr(struct u4v_tb_peer *p, struct u4v_tb_hdr *h,
-			    size_t size, u32 type)
+			    size_t size, u32 type, u32 command)
 {
 	u64 route = p->xd->route;
 
@@ -105,39 +125,260 @@ static void u4v_tb_fill_hdr(struct u4v_tb_peer *p, struct u4v_tb_hdr *h,
 	uuid_copy(&h->initiator, p->xd->local_uuid);
 	uuid_copy(&h->target, p->xd->remote_uuid);
 	h->type = type;
-	h->command = p->command++;
+	h->command = command;
 }
 
-/*
- * Cross-host channels are not negotiated yet (kernel/README): connects
- * over a real cable fail until they are.
- */
-static int u4v_tb_chan_open(struct u4v_chan *chan)
+/* The channel protocol over XDomain: one request, one response. */
+static int u4v_tb_send(struct u4v_cable *cable, struct u4v_msg *m)
 {
-	return -EOPNOTSUPP;
+	struct u4v_tb_peer *p = cable->priv;
+	struct u4v_tb_msg req = {}, resp = {};
+	int ret;
+
+	mutex_lock(&p->req_lock);
+	u4v_tb_fill_hdr(p, &req.hdr, sizeof(req), U4V_TB_MSG, p->command++);
+	req.msg = *m;
+	ret = tb_xdomain_request(p->xd, &req, sizeof(req),
+				 TB_CFG_PKG_XDOMAIN_RESP, &resp, sizeof(resp),
+				 TB_CFG_PKG_XDOMAIN_RESP,
+				 U4V_TB_LOGIN_TIMEOUT_MS);
+	mutex_unlock(&p->req_lock);
+	if (ret)
+		return ret;
+	/* a late answer to an earlier, timed-out request is not ours */
+	if (resp.hdr.type != U4V_TB_MSG_RESP ||
+	    resp.hdr.command != req.hdr.command ||
+	    resp.msg.type != m->type)
+		return -EPROTO;
+	*m = resp.msg;
+	return 0;
 }
 
-/* Safe-mode doorbells: the NHI's producer / consumer registers. */
-static void __iomem *u4v_tb_ring_reg(struct u4v_half *h, bool rx)
+static void u4v_tb_rx_work(struct work_struct *work)
 {
-	struct tb_ring *ring = rx ? h->hw_rx : h->hw_tx;
+	struct u4v_tb_rx *rx = container_of(work, struct u4v_tb_rx, work);
+	struct u4v_tb_peer *p = rx->p;
+	struct u4v_msg *m = &rx->req.msg;
+	struct u4v_tb_msg resp = {};
+	struct u4v_cable *cable;
+	bool first = false;
 
+	mutex_lock(&p->lock);
+	cable = p->cable;
+	if (cable)
+		kref_get(&cable->ref);
+	mutex_unlock(&p->lock);
+	if (cable) {
+		first = m->type == U4V_MSG_MASK && !READ_ONCE(cable->remote_seq);
+		u4v_proto_recv(cable, m);
+	} else {
+		m->status = -ENOLINK;
+	}
+	u4v_tb_fill_hdr(p, &resp.hdr, sizeof(resp), U4V_TB_MSG_RESP,
+			rx->req.hdr.command);
+	resp.msg = *m;
+	tb_xdomain_response(p->xd, &resp, sizeof(resp),
+			    TB_CFG_PKG_XDOMAIN_RESP);
+	/* the peer just came up: it has not heard our live set yet */
+	if (first)
+		u4v_proto_send_mask(cable);
+	if (cable)
+		u4v_cable_put(cable);
+	kfree(rx);
+}
+
+/* Ring register of a half's ring (safe-mode doorbells). */
+static void __iomem *u4v_tb_ring_reg(struct tb_ring *ring)
+{
 	return ring->nhi->iobase + U4V_NHI_RING_PROD_CONS +
-	       (rx ? U4V_NHI_REG_RX_RING_BASE : U4V_NHI_REG_TX_RING_BASE) +
+	       (ring->is_tx ? U4V_NHI_REG_TX_RING_BASE :
+			      U4V_NHI_REG_RX_RING_BASE) +
 	       ring->hop * U4V_NHI_RING_SLOT_SIZE;
 }
 
 static void u4v_tb_tx_kick(struct u4v_half *h)
 {
-	if (h->hw_tx)
+	struct u4v_tb_hw *hw = h->hw;
+
+	if (hw && hw->paths_up)
 		writel((h->tx_prod & (h->depth - 1)) << 16,
-		       u4v_tb_ring_reg(h, false));
+		       u4v_tb_ring_reg(hw->tx));
 }
 
+/* RX: the register holds one past the last posted descriptor. */
 static void u4v_tb_rx_kick(struct u4v_half *h)
 {
-	if (h->hw_rx)
-		writel(h->rx_rel & (h->depth - 1), u4v_tb_ring_reg(h, true));
+	struct u4v_tb_hw *hw = h->hw;
+
+	if (hw && hw->paths_up)
+		writel((h->rx_rel + h->depth - 1) & (h->depth - 1),
+		       u4v_tb_ring_reg(hw->rx));
+}
+
+/* RX interrupt (polling mode): the owner polls, then we re-arm. */
+static void u4v_tb_start_poll(void *data)
+{
+	struct u4v_tb_hw *hw = data;
+
+	schedule_work(&hw->rx_work);
+}
+
+static void u4v_tb_hw_rx_work(struct work_struct *work)
+{
+	struct u4v_tb_hw *hw = container_of(work, struct u4v_tb_hw, rx_work);
+
+	mutex_lock(&hw->h->chan->lock);
+	u4v_half_wake(hw->h, true);
+	mutex_unlock(&hw->h->chan->lock);
+	tb_ring_poll_complete(hw->rx);
+}
+
+/* A ring's descriptors stay mapped until the process unmaps them. */
+static void u4v_tb_ring_release(struct u4v_buf *buf)
+{
+	tb_ring_free(buf->release_arg);
+}
+
+/* Map a ring's own descriptors instead of the half's placeholder. */
+static int u4v_tb_map_ring(struct u4v_half *h, int idx, struct tb_ring *ring)
+{
+	struct u4v_buf *buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+
+	if (!buf)
+		return -ENOMEM;
+	buf->kind = U4V_BUF_EXTERN;
+	buf->kva = ring->descriptors;
+	buf->dma = ring->descriptors_dma;
+	buf->size = PAGE_ALIGN(ring->size * sizeof(struct u4v_desc));
+	buf->writable = h->direct;
+	buf->release = u4v_tb_ring_release;
+	buf->release_arg = ring;
+	if (rdma_user_mmap_entry_insert(&h->uctx->ibuc, &buf->rdma,
+					buf->size)) {
+		kfree(buf);
+		return -ENOMEM;
+	}
+	memcpy(buf->kva, h->buf[idx]->kva, buf->size);
+	u4v_buf_remove(h->buf[idx]);
+	h->buf[idx] = buf;
+	return 0;
+}
+
+/* Paths down, HopIDs back; the rings go with their mappings. */
+static void u4v_tb_chan_close(struct u4v_half *h)
+{
+	struct u4v_tb_hw *hw = h->hw;
+	struct tb_xdomain *xd;
+
+	if (!hw)
+		return;
+	xd = hw->p->xd;
+	mutex_lock(&h->chan->lock);
+	h->hw = NULL;
+	mutex_unlock(&h->chan->lock);
+	if (hw->paths_up)
+		tb_xdomain_disable_paths(xd, hw->out_hop, hw->tx->hop,
+					 hw->in_hop, hw->rx->hop);
+	if (hw->rx)
+		tb_ring_stop(hw->rx);
+	if (hw->tx)
+		tb_ring_stop(hw->tx);
+	cancel_work_sync(&hw->rx_work);
+	if (hw->out_hop > 0)
+		tb_xdomain_release_out_hopid(xd, hw->out_hop);
+	if (hw->in_hop > 0)
+		tb_xdomain_release_in_hopid(xd, hw->in_hop);
+	/* rings not handed to a mapping yet are ours to free */
+	if (hw->tx && h->buf[U4V_MAP_TX_DESC]->kva != hw->tx->descriptors)
+		tb_ring_free(hw->tx);
+	if (hw->rx && h->buf[U4V_MAP_RX_DESC]->kva != hw->rx->descriptors)
+		tb_ring_free(hw->rx);
+	kfree(hw);
+}
+
+/* A ring pair and an input HopID for half h; m->hop tells the peer. */
+static int u4v_tb_chan_open(struct u4v_half *h, struct u4v_msg *m)
+{
+	struct u4v_tb_peer *p = h->uctx->dev->cable->priv;
+	struct tb_nhi *nhi = p->xd->tb->nhi;
+	struct u4v_tb_hw *hw = kzalloc(sizeof(*hw), GFP_KERNEL);
+	int ret = -ENOSPC; /* no ring or HopID left: the budget is spent */
+
+	if (!hw)
+		return -ENOMEM;
+	hw->p = p;
+	hw->h = h;
+	INIT_WORK(&hw->rx_work, u4v_tb_hw_rx_work);
+	h->hw = hw;
+	hw->tx = tb_ring_alloc_tx(nhi, -1, h->depth, RING_FLAG_FRAME);
+	hw->rx = tb_ring_alloc_rx(nhi, -1, h->depth, RING_FLAG_FRAME, 0,
+				  U4V_TB_PDF_MASK, U4V_TB_PDF_MASK,
+				  u4v_tb_start_poll, hw);
+	if (!hw->tx || !hw->rx)
+		goto err;
+	hw->in_hop = tb_xdomain_alloc_in_hopid(p->xd, -1);
+	if (hw->in_hop < 0)
+		goto err;
+	ret = u4v_tb_map_ring(h, U4V_MAP_TX_DESC, hw->tx) ?:
+	      u4v_tb_map_ring(h, U4V_MAP_RX_DESC, hw->rx);
+	if (ret)
+		goto err;
+	/* the NHI's (private) 16-byte descriptor is our struct u4v_desc */
+	h->tx_desc = h->buf[U4V_MAP_TX_DESC]->kva;
+	h->rx_desc = h->buf[U4V_MAP_RX_DESC]->kva;
+	h->tx_hop = hw->tx->hop;
+	h->rx_hop = hw->rx->hop;
+	m->hop = hw->in_hop;
+	return 0;
+err:
+	u4v_tb_chan_close(h);
+	return ret;
+}
+
+/* The peer's input HopID is m->hop: start the rings, enable the paths. */
+static int u4v_tb_chan_connect(struct u4v_half *h, struct u4v_msg *m)
+{
+	struct u4v_tb_hw *hw = h->hw;
+	struct tb_xdomain *xd = hw->p->xd;
+	int ret;
+
+	ret = tb_xdomain_alloc_out_hopid(xd, m->hop);
+	if (ret < 0)
+		return ret;
+	hw->out_hop = ret;
+	tb_ring_start(hw->tx);
+	tb_ring_start(hw->rx);
+	ret = tb_xdomain_enable_paths(xd, hw->out_hop, hw->tx->hop,
+				      hw->in_hop, hw->rx->hop);
+	if (ret)
+		return ret;
+	mutex_lock(&h->chan->lock);
+	hw->paths_up = true;
+	u4v_tb_rx_kick(h); /* depth - 1 RX buffers posted */
+	mutex_unlock(&h->chan->lock);
+	return 0;
+}
+
+/* End 1: our half of the channel end 0 opened, on our own ring pair. */
+static struct u4v_half *u4v_tb_chan_join(struct u4v_cable *cable,
+					 struct u4v_ucontext *owner,
+					 struct u4v_msg *m)
+{
+	struct u4v_msg mine = *m;
+	struct u4v_half *h;
+	int ret;
+
+	ret = u4v_chan_new(owner, m->a, &h);
+	if (ret)
+		return ERR_PTR(ret);
+	ret = u4v_tb_chan_open(h, &mine) ?: u4v_tb_chan_connect(h, m);
+	if (ret) {
+		u4v_tb_chan_close(h);
+		u4v_half_kill(h);
+		return ERR_PTR(ret);
+	}
+	m->hop = mine.hop;
+	return h;
 }
 
 /* Direct mode: the NHI's TX or RX ring register page (every ring's). */
@@ -161,31 +402,15 @@ static struct u4v_buf *u4v_tb_db_alloc(struct u4v_ucontext *uctx, int rx)
 }
 
 static const struct u4v_cable_ops u4v_tb_cable_ops = {
+	.send = u4v_tb_send,
 	.chan_open = u4v_tb_chan_open,
+	.chan_connect = u4v_tb_chan_connect,
+	.chan_join = u4v_tb_chan_join,
+	.chan_close = u4v_tb_chan_close,
 	.tx_kick = u4v_tb_tx_kick,
 	.rx_kick = u4v_tb_rx_kick,
 	.db_alloc = u4v_tb_db_alloc,
 };
-
-/* RX interrupt (polling mode): wake the contexts of this cable. */
-static void u4v_tb_start_poll(void *data)
-{
-	struct u4v_tb_peer *p = data;
-
-	schedule_work(&p->up_work);
-}
-
-static void u4v_tb_paths_down(struct u4v_tb_peer *p)
-{
-	if (!p->paths_up)
-		return;
-	tb_xdomain_disable_paths(p->xd, p->out_hopid, p->tx_ring->hop,
-				 p->local_rx_hopid, p->rx_ring->hop);
-	tb_ring_stop(p->rx_ring);
-	tb_ring_stop(p->tx_ring);
-	tb_xdomain_release_out_hopid(p->xd, p->out_hopid);
-	p->paths_up = false;
-}
 
 /* Which end of the cable we are: both hosts agree by comparing UUIDs. */
 static u32 u4v_tb_end(const uuid_t *local, const uuid_t *remote)
@@ -193,62 +418,40 @@ static u32 u4v_tb_end(const uuid_t *local, const uuid_t *remote)
 	return memcmp(local, remote, sizeof(*local)) < 0 ? 0 : 1;
 }
 
-/* Both logins done: tunnel, rings, and the ib_device. */
+/* Both logins done: the ib_device; channels come with connects. */
 static void u4v_tb_up(struct u4v_tb_peer *p)
 {
+	u32 end = u4v_tb_end(p->xd->local_uuid, p->xd->remote_uuid);
 	u64 guid;
 	int ret;
 
-	if (p->paths_up || !p->logged_in || !p->peer_logged_in)
+	if (p->cable || !p->logged_in || !p->peer_logged_in)
 		return;
-	ret = tb_xdomain_alloc_out_hopid(p->xd, p->remote_rx_hopid);
-	if (ret < 0) {
-		dev_warn(&p->svc->dev, "no out HopID %d: %d\n",
-			 p->remote_rx_hopid, ret);
-		return;
-	}
-	p->out_hopid = ret;
-	tb_ring_start(p->tx_ring);
-	tb_ring_start(p->rx_ring);
-	ret = tb_xdomain_enable_paths(p->xd, p->out_hopid, p->tx_ring->hop,
-				      p->local_rx_hopid, p->rx_ring->hop);
-	if (ret) {
-		dev_warn(&p->svc->dev, "enabling DMA paths failed: %d\n", ret);
-		tb_ring_stop(p->rx_ring);
-		tb_ring_stop(p->tx_ring);
-		tb_xdomain_release_out_hopid(p->xd, p->out_hopid);
-		return;
-	}
-	p->paths_up = true;
-
 	/* One lane, 20 Gb/s, 4084 of 4096 bytes payload per frame. */
-	p->cable = u4v_cable_alloc(&u4v_tb_cable_ops, 1,
+	p->cable = u4v_cable_alloc(&u4v_tb_cable_ops, end, u4v_tb_channels,
 				   20000000000ull / 8 * 4084 / 4096);
 	if (!p->cable)
-		goto err_paths;
+		return;
 	p->cable->priv = p;
 	memcpy(&guid, p->xd->local_uuid, sizeof(guid));
-	p->dev = u4v_dev_create(p->cable,
-				u4v_tb_end(p->xd->local_uuid, p->xd->remote_uuid),
-				&p->xd->tb->nhi->pdev->dev, guid | 1);
+	p->dev = u4v_dev_create(p->cable, end, &p->xd->tb->nhi->pdev->dev,
+				guid | 1);
 	if (!p->dev)
 		goto err_cable;
-	p->cable->end[p->dev->end] = p->dev;
 	ret = u4v_dev_register(p->dev, "usb4v%d");
 	if (ret) {
 		ib_dealloc_device(&p->dev->ibdev);
 		p->dev = NULL;
 		goto err_cable;
 	}
+	p->cable->dev = p->dev;
 	dev_info(&p->svc->dev, "%s up (end %u)\n", dev_name(&p->dev->ibdev.dev),
-		 p->dev->end);
+		 end);
 	return;
 
 err_cable:
 	u4v_cable_put(p->cable);
 	p->cable = NULL;
-err_paths:
-	u4v_tb_paths_down(p);
 }
 
 static void u4v_tb_down(struct u4v_tb_peer *p)
@@ -264,34 +467,21 @@ static void u4v_tb_down(struct u4v_tb_peer *p)
 		u4v_cable_put(p->cable);
 		p->cable = NULL;
 	}
-	u4v_tb_paths_down(p);
 }
 
 static void u4v_tb_up_work(struct work_struct *work)
 {
 	struct u4v_tb_peer *p = container_of(work, struct u4v_tb_peer, up_work);
-	struct u4v_cable *cable;
-	u32 i;
+	bool sent;
 
 	mutex_lock(&p->lock);
+	sent = !p->cable;
 	u4v_tb_up(p);
-	cable = p->cable;
-	if (cable) {
-		/* an RX interrupt: every context polls its channels */
-		mutex_lock(&cable->lock);
-		for (i = 0; i < U4V_MAX_CTX; i++) {
-			struct u4v_ucontext *c = cable->ctx[i];
-
-			if (c && c->evfd)
-				eventfd_signal(c->evfd, 1);
-			if (c)
-				u4v_ctx_signal_cqs(c);
-		}
-		mutex_unlock(&cable->lock);
-	}
+	sent = sent && p->cable;
 	mutex_unlock(&p->lock);
-	if (p->paths_up)
-		tb_ring_poll_complete(p->rx_ring);
+	/* tell the peer our live set (empty), so it tells us its own */
+	if (sent)
+		u4v_proto_send_mask(p->cable);
 }
 
 static void u4v_tb_login_work(struct work_struct *work)
@@ -302,22 +492,20 @@ static void u4v_tb_login_work(struct work_struct *work)
 	struct u4v_tb_login req = {};
 	int ret;
 
-	mutex_lock(&p->lock);
-	u4v_tb_fill_hdr(p, &req.hdr, sizeof(req), U4V_TB_LOGIN);
+	mutex_lock(&p->req_lock);
+	u4v_tb_fill_hdr(p, &req.hdr, sizeof(req), U4V_TB_LOGIN, p->command++);
 	req.proto_ver = U4V_TB_PROTO_VER;
-	req.rx_hopid = p->local_rx_hopid;
 	req.ring_depth = u4v_ring_depth;
-	mutex_unlock(&p->lock);
-
 	ret = tb_xdomain_request(p->xd, &req, sizeof(req),
 				 TB_CFG_PKG_XDOMAIN_RESP, &resp, sizeof(resp),
 				 TB_CFG_PKG_XDOMAIN_RESP,
 				 U4V_TB_LOGIN_TIMEOUT_MS);
+	mutex_unlock(&p->req_lock);
 	mutex_lock(&p->lock);
 	if (!ret && resp.hdr.type == U4V_TB_LOGIN_RESP && !resp.status &&
 	    resp.proto_ver == U4V_TB_PROTO_VER) {
 		p->logged_in = true;
-		u4v_tb_up(p);
+		schedule_work(&p->up_work);
 	} else if (p->retries++ < U4V_TB_LOGIN_RETRIES) {
 		schedule_delayed_work(&p->login_work,
 				      msecs_to_jiffies(U4V_TB_LOGIN_DELAY_MS));
@@ -334,6 +522,7 @@ static int u4v_tb_handle(const void *buf, size_t size, void *data)
 	const struct u4v_tb_hdr *h = buf;
 	struct u4v_tb_login_resp resp = {};
 	const struct u4v_tb_login *login = buf;
+	struct u4v_tb_rx *rx;
 	u64 route;
 
 	if (size < sizeof(*h) || !uuid_equal(&h->initiator, p->xd->remote_uuid) ||
@@ -348,14 +537,13 @@ static int u4v_tb_handle(const void *buf, size_t size, void *data)
 		if (size < sizeof(*login))
 			return 0;
 		mutex_lock(&p->lock);
-		u4v_tb_fill_hdr(p, &resp.hdr, sizeof(resp), U4V_TB_LOGIN_RESP);
-		resp.hdr.command = h->command;
+		u4v_tb_fill_hdr(p, &resp.hdr, sizeof(resp), U4V_TB_LOGIN_RESP,
+				h->command);
 		resp.proto_ver = U4V_TB_PROTO_VER;
 		if (login->proto_ver != U4V_TB_PROTO_VER ||
 		    login->ring_depth != u4v_ring_depth) {
 			resp.status = 1;
 		} else {
-			p->remote_rx_hopid = login->rx_hopid;
 			p->peer_logged_in = true;
 		}
 		mutex_unlock(&p->lock);
@@ -368,6 +556,18 @@ static int u4v_tb_handle(const void *buf, size_t size, void *data)
 		p->peer_logged_in = false;
 		mutex_unlock(&p->lock);
 		return 1;
+	case U4V_TB_MSG:
+		/* answered from process context: it may send requests */
+		if (size < sizeof(struct u4v_tb_msg))
+			return 0;
+		rx = kzalloc(sizeof(*rx), GFP_ATOMIC);
+		if (!rx)
+			return 0;
+		rx->p = p;
+		memcpy(&rx->req, buf, sizeof(rx->req));
+		INIT_WORK(&rx->work, u4v_tb_rx_work);
+		queue_work(p->wq, &rx->work);
+		return 1;
 	default:
 		return 0;
 	}
@@ -375,8 +575,6 @@ static int u4v_tb_handle(const void *buf, size_t size, void *data)
 
 static int u4v_tb_probe(struct tb_service *svc, const struct tb_service_id *id)
 {
-	struct tb_xdomain *xd = tb_service_parent(svc);
-	struct tb_nhi *nhi = xd->tb->nhi;
 	struct u4v_tb_peer *p;
 	int ret;
 
@@ -384,47 +582,29 @@ static int u4v_tb_probe(struct tb_service *svc, const struct tb_service_id *id)
 	if (!p)
 		return -ENOMEM;
 	p->svc = svc;
-	p->xd = xd;
+	p->xd = tb_service_parent(svc);
 	mutex_init(&p->lock);
+	mutex_init(&p->req_lock);
 	INIT_DELAYED_WORK(&p->login_work, u4v_tb_login_work);
 	INIT_WORK(&p->up_work, u4v_tb_up_work);
-
-	p->tx_ring = tb_ring_alloc_tx(nhi, -1, u4v_ring_depth, RING_FLAG_FRAME);
-	if (!p->tx_ring) {
-		ret = -ENOMEM;
-		goto err_free;
+	/* ordered: MASKs are applied in the order they arrive */
+	p->wq = alloc_ordered_workqueue("u4v-tb", 0);
+	if (!p->wq) {
+		kfree(p);
+		return -ENOMEM;
 	}
-	p->rx_ring = tb_ring_alloc_rx(nhi, -1, u4v_ring_depth, RING_FLAG_FRAME,
-				      0, U4V_TB_PDF_MASK, U4V_TB_PDF_MASK,
-				      u4v_tb_start_poll, p);
-	if (!p->rx_ring) {
-		ret = -ENOMEM;
-		goto err_tx;
-	}
-	ret = tb_xdomain_alloc_in_hopid(xd, -1);
-	if (ret < 0)
-		goto err_rx;
-	p->local_rx_hopid = ret;
-
 	p->handler.uuid = &u4v_tb_proto_uuid;
 	p->handler.callback = u4v_tb_handle;
 	p->handler.data = p;
 	ret = tb_register_protocol_handler(&p->handler);
-	if (ret)
-		goto err_hop;
+	if (ret) {
+		destroy_workqueue(p->wq);
+		kfree(p);
+		return ret;
+	}
 	tb_service_set_drvdata(svc, p);
 	schedule_delayed_work(&p->login_work, 0);
 	return 0;
-
-err_hop:
-	tb_xdomain_release_in_hopid(xd, p->local_rx_hopid);
-err_rx:
-	tb_ring_free(p->rx_ring);
-err_tx:
-	tb_ring_free(p->tx_ring);
-err_free:
-	kfree(p);
-	return ret;
 }
 
 /* Unplug, peer service gone, or module unload. */
@@ -435,12 +615,10 @@ static void u4v_tb_remove(struct tb_service *svc)
 	tb_unregister_protocol_handler(&p->handler);
 	cancel_delayed_work_sync(&p->login_work);
 	cancel_work_sync(&p->up_work);
+	destroy_workqueue(p->wq);
 	mutex_lock(&p->lock);
 	u4v_tb_down(p);
 	mutex_unlock(&p->lock);
-	tb_xdomain_release_in_hopid(p->xd, p->local_rx_hopid);
-	tb_ring_free(p->rx_ring);
-	tb_ring_free(p->tx_ring);
 	kfree(p);
 }
 

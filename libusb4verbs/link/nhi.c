@@ -451,7 +451,9 @@ static void nhi_rx_flush(struct nhi_chan *c)
 			c->rxd[(p + c->depth - 1) & c->mask].len_flags =
 				nhi_pack(0, 0, U4V_DESC_POSTED |
 						       U4V_DESC_INTERRUPT);
-		__atomic_store_n(c->rx_db, c->rx_cons & c->mask,
+		/* the NHI's RX register: one past the last posted */
+		__atomic_store_n(c->rx_db,
+				 (c->rx_cons + c->depth - 1) & c->mask,
 				 __ATOMIC_RELEASE);
 		c->rx_rel_rung = c->rx_cons;
 		return;

@@ -154,6 +154,15 @@ else
 	timeout 60 rmmod usb4verbs
 	step unload $?
 fi
+# The channel budget: soft_channels=1 (ENOSPC, returned when a peer leaves).
+if [ -x /usr/bin/u4v_ktest ] && [ ! -d /sys/module/usb4verbs ]; then
+	insmod /lib/modules/usb4verbs.ko soft_cable=1 soft_channels=1
+	step load_budget_1 $?
+	timeout 60 u4v_ktest budget
+	step channel_budget $?
+	timeout 60 rmmod usb4verbs
+	step unload_budget $?
+fi
 # Direct mode: allow_direct=1, root with CAP_SYS_RAWIO only.
 if [ -x /usr/bin/u4v_ktest ] && [ ! -d /sys/module/usb4verbs ]; then
 	insmod /lib/modules/usb4verbs.ko soft_cable=1 allow_direct=1

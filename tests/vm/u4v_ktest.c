@@ -12,6 +12,8 @@
  *   u4v_ktest refused   direct mode must fail with EPERM, safe mode works
  *   u4v_ktest nocap     the same after dropping CAP_SYS_RAWIO
  *   u4v_ktest nobody    the same as uid/gid 65534
+ *   u4v_ktest budget    the channel budget (soft_channels=1): ENOSPC, and
+ *                       the budget comes back when a context leaves
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/capability.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -434,16 +437,120 @@ static int direct(double secs)
 	return failures ? 1 : 0;
 }
 
+/* Frames both ways over a pair of channels; all intact. */
+static int both_ways(struct u4l_dev *x, struct u4l_chan *xc, struct u4l_dev *y,
+		     struct u4l_chan *yc, uint32_t n)
+{
+	return transfer(x, xc, y, yc, n) == n && transfer(y, yc, x, xc, n) == n;
+}
+
+struct connect_arg {
+	struct u4l_dev *dev;
+	uint32_t remote;
+	struct u4l_chan *chan;
+	pthread_barrier_t *go;
+	int ret;
+};
+
+static void *connect_thread(void *p)
+{
+	struct connect_arg *c = p;
+
+	pthread_barrier_wait(c->go);
+	c->ret = c->dev->ops->chan_get(c->dev, c->remote, &c->chan);
+	return NULL;
+}
+
+/*
+ * Contexts at both ends connect to each other at the same moment: the
+ * protocol (end 0 decides) must give both one working channel.
+ */
+static void test_concurrent(int rounds)
+{
+	int ok = 0;
+
+	for (int i = 0; i < rounds; i++) {
+		struct u4l_dev *e = open_ctx("usb4v0"), *f = open_ctx("usb4v1");
+		struct connect_arg ce = { .dev = e }, cf = { .dev = f };
+		pthread_barrier_t go;
+		pthread_t te, tf;
+
+		if (!e || !f)
+			break;
+		pthread_barrier_init(&go, NULL, 2);
+		ce.remote = f->ops->ctx_id(f);
+		cf.remote = e->ops->ctx_id(e);
+		ce.go = cf.go = &go;
+		pthread_create(&te, NULL, connect_thread, &ce);
+		pthread_create(&tf, NULL, connect_thread, &cf);
+		pthread_join(te, NULL);
+		pthread_join(tf, NULL);
+		pthread_barrier_destroy(&go);
+		if (!ce.ret && !cf.ret && both_ways(e, ce.chan, f, cf.chan, 200))
+			ok++;
+		else
+			printf("KTEST info concurrent round %d: %d %d\n", i,
+			       ce.ret, cf.ret);
+		f->ops->close(f);
+		e->ops->close(e);
+	}
+	report("concurrent_connect", ok == rounds, "rounds=%d/%d", ok, rounds);
+}
+
+/* soft_channels=1: one cross-end channel per end, loopback is free. */
+static int budget(void)
+{
+	struct u4l_dev *a = open_ctx("usb4v0"), *b = open_ctx("usb4v1");
+	struct u4l_dev *c = open_ctx("usb4v0"), *d = open_ctx("usb4v1");
+	struct u4l_chan *ab, *ba, *cd, *dc, *ac, *ca;
+	uint32_t bid;
+	int r;
+
+	if (!a || !b || !c || !d)
+		return 1;
+	bid = b->ops->ctx_id(b);
+	r = a->ops->chan_get(a, bid, &ab);
+	ba = b->ops->chan_accept(b);
+	report("budget_first", !r && ba && both_ways(a, ab, b, ba, 100),
+	       "ret=%d", r);
+	r = c->ops->chan_get(c, d->ops->ctx_id(d), &cd);
+	report("budget_spent_end0", r == -ENOSPC, "ret=%d", r);
+	r = d->ops->chan_get(d, c->ops->ctx_id(c), &dc);
+	report("budget_spent_end1", r == -ENOSPC, "ret=%d", r);
+	report("budget_spent_no_channel", c->ops->chan_accept(c) == NULL &&
+						  d->ops->chan_accept(d) == NULL,
+	       NULL);
+	r = a->ops->chan_get(a, c->ops->ctx_id(c), &ac);
+	ca = c->ops->chan_accept(c);
+	report("budget_loopback_free", !r && ca && both_ways(a, ac, c, ca, 100),
+	       "ret=%d", r);
+	/* b leaves: both ends get their unit back */
+	b->ops->close(b);
+	report("budget_peer_left_seen", !a->ops->ctx_alive(a, bid), NULL);
+	r = d->ops->chan_get(d, c->ops->ctx_id(c), &dc);
+	cd = c->ops->chan_accept(c);
+	report("budget_returned", !r && cd && both_ways(d, dc, c, cd, 300),
+	       "ret=%d", r);
+	d->ops->close(d);
+	c->ops->close(c);
+	a->ops->close(a);
+	printf("KTEST result %s failures=%d\n", failures ? "FAIL" : "PASS",
+	       failures);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 2.0;
 	struct u4l_dev *a, *b, *c, *d;
-	struct u4l_chan *ab, *ba, *ac, *ca, *self;
+	struct u4l_chan *ab, *ba, *ac, *ca, *self, *da, *ad;
 	uint32_t n;
 	int r;
 
 	if (argc > 1 && !strcmp(argv[1], "hold"))
 		return hold();
+	if (argc > 1 && !strcmp(argv[1], "budget"))
+		return budget();
 	if (argc > 1 && !strcmp(argv[1], "direct"))
 		return direct(argc > 2 ? atof(argv[2]) : 1.0);
 	if (argc > 1 && !strcmp(argv[1], "refused"))
@@ -509,8 +616,21 @@ int main(int argc, char **argv)
 	}
 	r = a->ops->chan_get(a, 62, &self);
 	report("chan_get_dead_ctx", r == -EHOSTUNREACH, "ret=%d", r);
+	r = a->ops->chan_get(a, 3, &self);
+	report("chan_get_dead_local_ctx", r == -EHOSTUNREACH, "ret=%d", r);
+
 
 	test_bogus(a, ab, b, ba, d);
+	/* end 1 connects: it asks end 0, which opens and tells a */
+	r = d->ops->chan_get(d, a->ops->ctx_id(a), &da);
+	ad = a->ops->chan_accept(a);
+	report("chan_from_end1", !r && ad && a->ops->chan_remote(ad) ==
+						     d->ops->ctx_id(d),
+	       "ret=%d", r);
+	if (!r && ad)
+		report("frames_end1_channel", both_ways(d, da, a, ad, 500),
+		       NULL);
+	test_concurrent(20);
 	test_protections(ab);
 	test_speed(a, ab, b, ba, secs);
 

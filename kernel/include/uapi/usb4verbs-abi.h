@@ -17,12 +17,12 @@
 #include <rdma/ib_user_ioctl_cmds.h>
 
 /* Provider / kernel ABI version: bump on any incompatible change. */
-#define U4V_ABI_VERSION 2
+#define U4V_ABI_VERSION 3
 
 #define U4V_FRAME_SIZE 4096u /* one frame buffer, no scatter-gather */
 #define U4V_RING_DEPTH_MIN 16u
 #define U4V_RING_DEPTH_MAX 4096u
-#define U4V_MAX_CTX 64u /* contexts per cable, both ends together */
+#define U4V_MAX_CTX 64u /* contexts per cable: ids 0-31 end 0, 32-63 end 1 */
 
 /*
  * The NHI ring descriptor (16 bytes, little-endian), as the hardware and
@@ -122,8 +122,9 @@ enum u4v_chan_map {
  * 16-byte slot per ring (HopID) in each page; the dword at offset 8 of the
  * slot is written, never read back.
  *   TX: (producer index & (depth - 1)) << 16, after the descriptors;
- *   RX: consumer index & (depth - 1), i.e. how many positions were handed
- *       back (descriptor depth - 1 ahead of each re-posted first).
+ *   RX: (consumer index + depth - 1) & (depth - 1): one past the last
+ *       posted descriptor, as the NHI reads it (re-post the descriptor
+ *       depth - 1 ahead of each position handed back first).
  * On the soft cable the pages are per-context kernel memory scanned by the
  * soft DMA engine; on a Thunderbolt cable they are the NHI's MMIO pages.
  */
