@@ -257,6 +257,13 @@ static inline u32 u4v_ctx_end(u32 ctx_id)
 	return ctx_id / U4V_CTX_PER_END;
 }
 
+/* A descriptor's len_flags word, as the NHI packs it. */
+static inline u32 u4v_desc_pack(u32 len, u32 sof, u32 eof, u32 flags)
+{
+	return (len & U4V_DESC_LEN_MASK) | (eof << U4V_DESC_EOF_SHIFT) |
+	       (sof << U4V_DESC_SOF_SHIFT) | (flags << U4V_DESC_FLAGS_SHIFT);
+}
+
 /* A half whose peer left: the next connect makes a new channel. */
 static inline bool u4v_half_stale(struct u4v_half *h)
 {

@@ -145,7 +145,7 @@ int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
 	for (i = 0; i < U4V_MAP_TX_DB; i++)
 		if (!h->buf[i] && (i != U4V_MAP_SHADOW || !h->direct))
 			goto err;
-	if (h->direct) {
+	if (h->direct && owner->db[0]->kva) {
 		/* soft cable: slot = remote context id (TB: its ring hops) */
 		h->tx_hop = remote;
 		h->rx_hop = remote;
@@ -427,12 +427,6 @@ void u4v_half_wake(struct u4v_half *h, bool rx)
 		u4v_ctx_signal_cqs(uctx);
 }
 
-static u32 u4v_pack(u32 len, u32 sof, u32 eof, u32 flags)
-{
-	return (len & U4V_DESC_LEN_MASK) | (eof << U4V_DESC_EOF_SHIFT) |
-	       (sof << U4V_DESC_SOF_SHIFT) | (flags << U4V_DESC_FLAGS_SHIFT);
-}
-
 /*
  * Validate shadow entries [h->tx_prod, tx_prod) and write their real
  * descriptors. Each entry is read exactly once; nothing is posted unless
@@ -475,7 +469,7 @@ static int u4v_tx_commit(struct u4v_half *h, u32 tx_prod)
 		h->tx_desc[pos].phys = h->buf[U4V_MAP_TX_POOL]->dma + m->off;
 		h->tx_desc[pos].time = 0;
 		WRITE_ONCE(h->tx_desc[pos].len_flags,
-			   u4v_pack(m->len, m->sof, m->eof,
+			   u4v_desc_pack(m->len, m->sof, m->eof,
 				    U4V_DESC_POSTED | U4V_DESC_INTERRUPT));
 	}
 	h->tx_prod = tx_prod;
@@ -495,7 +489,7 @@ static int u4v_rx_commit(struct u4v_half *h, u32 rx_cons)
 		/* the position depth - 1 ahead becomes postable */
 		pos = (h->rx_rel + i + h->depth - 1) & mask;
 		WRITE_ONCE(h->rx_desc[pos].len_flags,
-			   u4v_pack(0, 0, 0,
+			   u4v_desc_pack(0, 0, 0,
 				    U4V_DESC_POSTED | U4V_DESC_INTERRUPT));
 	}
 	h->rx_rel = rx_cons;

@@ -23,12 +23,6 @@
 
 #include "usb4verbs.h"
 
-static u32 u4v_soft_pack(u32 len, u32 sof, u32 eof, u32 flags)
-{
-	return (len & U4V_DESC_LEN_MASK) | (eof << U4V_DESC_EOF_SHIFT) |
-	       (sof << U4V_DESC_SOF_SHIFT) | (flags << U4V_DESC_FLAGS_SHIFT);
-}
-
 /* Under chan->lock. */
 void u4v_soft_pump(struct u4v_half *tx, u32 *delivered, u32 *completed)
 {
@@ -54,13 +48,13 @@ void u4v_soft_pump(struct u4v_half *tx, u32 *delivered, u32 *completed)
 			       m->len);
 			/* payload before the COMPLETED bit, as DMA would */
 			smp_store_release(&rx->rx_desc[rpos].len_flags,
-					  u4v_soft_pack(m->len, m->sof, m->eof,
+					  u4v_desc_pack(m->len, m->sof, m->eof,
 							done_flags));
 			rx->rx_done++;
 			(*delivered)++;
 		}
 		smp_store_release(&tx->tx_desc[tpos].len_flags,
-				  u4v_soft_pack(m->len, m->sof, m->eof,
+				  u4v_desc_pack(m->len, m->sof, m->eof,
 						done_flags));
 		tx->tx_done++;
 		(*completed)++;

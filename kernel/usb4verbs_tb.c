@@ -100,6 +100,7 @@ struct u4v_tb_hw {
 	struct tb_ring *tx, *rx;
 	int in_hop, out_hop;
 	bool paths_up;
+	bool mapped[2]; /* TX, RX ring handed to a mapping (it frees it) */
 	struct work_struct rx_work;
 };
 
@@ -243,6 +244,7 @@ static void u4v_tb_ring_release(struct u4v_buf *buf)
 static int u4v_tb_map_ring(struct u4v_half *h, int idx, struct tb_ring *ring)
 {
 	struct u4v_buf *buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	struct u4v_tb_hw *hw = h->hw;
 
 	if (!buf)
 		return -ENOMEM;
@@ -261,6 +263,7 @@ static int u4v_tb_map_ring(struct u4v_half *h, int idx, struct tb_ring *ring)
 	memcpy(buf->kva, h->buf[idx]->kva, buf->size);
 	u4v_buf_remove(h->buf[idx]);
 	h->buf[idx] = buf;
+	hw->mapped[idx == U4V_MAP_RX_DESC] = true;
 	return 0;
 }
 
@@ -289,9 +292,9 @@ static void u4v_tb_chan_close(struct u4v_half *h)
 	if (hw->in_hop > 0)
 		tb_xdomain_release_in_hopid(xd, hw->in_hop);
 	/* rings not handed to a mapping yet are ours to free */
-	if (hw->tx && h->buf[U4V_MAP_TX_DESC]->kva != hw->tx->descriptors)
+	if (hw->tx && !hw->mapped[0])
 		tb_ring_free(hw->tx);
-	if (hw->rx && h->buf[U4V_MAP_RX_DESC]->kva != hw->rx->descriptors)
+	if (hw->rx && !hw->mapped[1])
 		tb_ring_free(hw->rx);
 	kfree(hw);
 }
