@@ -180,8 +180,6 @@ struct u4v_cable {
 	void *priv; /* Thunderbolt peer, or the other soft end */
 	struct u4v_half *opening; /* soft cable: the half OPEN is about */
 	u32 nr_direct; /* direct contexts: the soft engine polls */
-	struct task_struct *engine;
-	wait_queue_head_t engine_wq;
 };
 
 struct u4v_dev {
@@ -315,8 +313,9 @@ bool u4v_direct_poll(struct u4v_half *h);
 
 /* usb4verbs_soft.c */
 void u4v_soft_pump(struct u4v_half *from, u32 *delivered, u32 *completed);
-int u4v_soft_engine_start(struct u4v_cable *cable);
-void u4v_soft_engine_stop(struct u4v_cable *cable);
+int u4v_soft_engine_start(struct u4v_cable **ends);
+void u4v_soft_engine_stop(void);
+void u4v_soft_engine_wake(void);
 
 /* usb4verbs_tb.c */
 int u4v_tb_init(void);

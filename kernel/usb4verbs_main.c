@@ -51,7 +51,6 @@ struct u4v_cable *u4v_cable_alloc(const struct u4v_cable_ops *ops, u32 end,
 	cable->max_channels = max_channels;
 	cable->wire_rate = wire_rate;
 	cable->up = true;
-	init_waitqueue_head(&cable->engine_wq);
 	return cable;
 }
 
@@ -132,12 +131,10 @@ static void u4v_soft_cable_destroy(void)
 {
 	int i;
 
-	for (i = 0; i < 2; i++) {
-		if (!soft[i])
-			continue;
-		u4v_soft_engine_stop(soft[i]);
-		u4v_cable_down(soft[i]);
-	}
+	u4v_soft_engine_stop();
+	for (i = 0; i < 2; i++)
+		if (soft[i])
+			u4v_cable_down(soft[i]);
 	for (i = 0; i < 2; i++) {
 		if (soft[i] && soft[i]->dev)
 			u4v_dev_destroy(soft[i]->dev);
@@ -173,10 +170,10 @@ static int u4v_soft_cable_create(void)
 			goto err;
 		}
 		soft[i]->dev = dev;
-		ret = u4v_allow_direct ? u4v_soft_engine_start(soft[i]) : 0;
-		if (ret)
-			goto err;
 	}
+	ret = u4v_allow_direct ? u4v_soft_engine_start(soft) : 0;
+	if (ret)
+		goto err;
 	return 0;
 nomem:
 	ret = -ENOMEM;

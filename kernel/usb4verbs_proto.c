@@ -68,7 +68,7 @@ int u4v_ctx_attach(struct u4v_ucontext *uctx)
 		uctx->ctx_id = id;
 		uctx->status->ctx_id = id;
 		if (uctx->direct && !cable->nr_direct++)
-			wake_up(&cable->engine_wq);
+			u4v_soft_engine_wake();
 		u4v_cable_publish(cable);
 		ret = 0;
 		break;

@@ -11,7 +11,7 @@
  *
  * Safe-mode channels move on the doorbell system call. Direct-mode
  * channels have no system call to hook: like the NHI, which notices a
- * producer register write by itself, a kernel thread per soft cable polls
+ * producer register write by itself, one kernel thread polls
  * the doorbell pages of direct contexts (every 10-20 us while frames flow,
  * every 0.5-1 ms after 0.2 s without work, not at all without a direct
  * context).
@@ -61,7 +61,12 @@ void u4v_soft_pump(struct u4v_half *tx, u32 *delivered, u32 *completed)
 	}
 }
 
-/* One pass over every direct context's channels. */
+/* The soft cable's engine: one thread for both ends. */
+static struct task_struct *u4v_engine;
+static struct u4v_cable *u4v_engine_ends[2];
+static DECLARE_WAIT_QUEUE_HEAD(u4v_engine_wq);
+
+/* One pass over every direct context's channels of one end. */
 static bool u4v_soft_scan(struct u4v_cable *cable)
 {
 	bool busy = false;
@@ -81,19 +86,27 @@ static bool u4v_soft_scan(struct u4v_cable *cable)
 	return busy;
 }
 
+static bool u4v_soft_direct_users(void)
+{
+	return READ_ONCE(u4v_engine_ends[0]->nr_direct) ||
+	       READ_ONCE(u4v_engine_ends[1]->nr_direct);
+}
+
 static int u4v_soft_engine(void *data)
 {
-	struct u4v_cable *cable = data;
 	unsigned int idle = 0;
+	bool busy;
 
 	while (!kthread_should_stop()) {
-		if (!READ_ONCE(cable->nr_direct)) {
-			wait_event_interruptible(cable->engine_wq,
-						 READ_ONCE(cable->nr_direct) ||
+		if (!u4v_soft_direct_users()) {
+			wait_event_interruptible(u4v_engine_wq,
+						 u4v_soft_direct_users() ||
 						 kthread_should_stop());
 			continue;
 		}
-		idle = u4v_soft_scan(cable) ? 0 : idle + 1;
+		busy = u4v_soft_scan(u4v_engine_ends[0]);
+		busy |= u4v_soft_scan(u4v_engine_ends[1]);
+		idle = busy ? 0 : idle + 1;
 		if (idle < 10000)
 			usleep_range(10, 20);
 		else
@@ -102,19 +115,27 @@ static int u4v_soft_engine(void *data)
 	return 0;
 }
 
-int u4v_soft_engine_start(struct u4v_cable *cable)
+int u4v_soft_engine_start(struct u4v_cable **ends)
 {
-	struct task_struct *t = kthread_run(u4v_soft_engine, cable, "u4v-dma");
+	struct task_struct *t;
 
+	u4v_engine_ends[0] = ends[0];
+	u4v_engine_ends[1] = ends[1];
+	t = kthread_run(u4v_soft_engine, NULL, "u4v-dma");
 	if (IS_ERR(t))
 		return PTR_ERR(t);
-	cable->engine = t;
+	u4v_engine = t;
 	return 0;
 }
 
-void u4v_soft_engine_stop(struct u4v_cable *cable)
+void u4v_soft_engine_wake(void)
 {
-	if (cable->engine)
-		kthread_stop(cable->engine);
-	cable->engine = NULL;
+	wake_up(&u4v_engine_wq);
+}
+
+void u4v_soft_engine_stop(void)
+{
+	if (u4v_engine)
+		kthread_stop(u4v_engine);
+	u4v_engine = NULL;
 }

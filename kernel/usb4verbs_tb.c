@@ -82,6 +82,7 @@ struct u4v_tb_peer {
 	struct tb_protocol_handler handler;
 	struct delayed_work login_work;
 	struct work_struct up_work;
+	struct work_struct mask_work;
 	struct mutex lock;
 	struct mutex req_lock; /* one request of ours in flight at a time */
 	struct workqueue_struct *wq; /* requests from the peer */
@@ -180,9 +181,12 @@ static void u4v_tb_rx_work(struct work_struct *work)
 	resp.msg = *m;
 	tb_xdomain_response(p->xd, &resp, sizeof(resp),
 			    TB_CFG_PKG_XDOMAIN_RESP);
-	/* the peer just came up: it has not heard our live set yet */
+	/*
+	 * The peer just came up and has not heard our live set yet. Sent
+	 * from elsewhere: this queue must never wait for the peer's.
+	 */
 	if (first)
-		u4v_proto_send_mask(cable);
+		schedule_work(&p->mask_work);
 	if (cable)
 		u4v_cable_put(cable);
 	kfree(rx);
@@ -472,19 +476,27 @@ static void u4v_tb_down(struct u4v_tb_peer *p)
 	}
 }
 
+static void u4v_tb_mask_work(struct work_struct *work)
+{
+	struct u4v_tb_peer *p =
+		container_of(work, struct u4v_tb_peer, mask_work);
+
+	if (p->cable)
+		u4v_proto_send_mask(p->cable);
+}
+
 static void u4v_tb_up_work(struct work_struct *work)
 {
 	struct u4v_tb_peer *p = container_of(work, struct u4v_tb_peer, up_work);
-	bool sent;
 
 	mutex_lock(&p->lock);
-	sent = !p->cable;
-	u4v_tb_up(p);
-	sent = sent && p->cable;
+	if (!p->cable) {
+		u4v_tb_up(p);
+		/* tell the peer our live set, so it tells us its own */
+		if (p->cable)
+			schedule_work(&p->mask_work);
+	}
 	mutex_unlock(&p->lock);
-	/* tell the peer our live set (empty), so it tells us its own */
-	if (sent)
-		u4v_proto_send_mask(p->cable);
 }
 
 static void u4v_tb_login_work(struct work_struct *work)
@@ -590,6 +602,7 @@ static int u4v_tb_probe(struct tb_service *svc, const struct tb_service_id *id)
 	mutex_init(&p->req_lock);
 	INIT_DELAYED_WORK(&p->login_work, u4v_tb_login_work);
 	INIT_WORK(&p->up_work, u4v_tb_up_work);
+	INIT_WORK(&p->mask_work, u4v_tb_mask_work);
 	/* ordered: MASKs are applied in the order they arrive */
 	p->wq = alloc_ordered_workqueue("u4v-tb", 0);
 	if (!p->wq) {
@@ -618,7 +631,8 @@ static void u4v_tb_remove(struct tb_service *svc)
 	tb_unregister_protocol_handler(&p->handler);
 	cancel_delayed_work_sync(&p->login_work);
 	cancel_work_sync(&p->up_work);
-	destroy_workqueue(p->wq);
+	destroy_workqueue(p->wq); /* its works may queue mask_work */
+	cancel_work_sync(&p->mask_work);
 	mutex_lock(&p->lock);
 	u4v_tb_down(p);
 	mutex_unlock(&p->lock);
