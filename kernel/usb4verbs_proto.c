@@ -135,6 +135,8 @@ static int u4v_proto_open(struct u4v_cable *cable, u32 a, u32 b)
 		}
 	}
 	if (ret) {
+		if (ops->chan_close)
+			ops->chan_close(h);
 		u4v_half_kill(h);
 		return ret;
 	}

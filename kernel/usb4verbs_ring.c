@@ -226,8 +226,9 @@ void u4v_half_kill(struct u4v_half *h)
 	free_it = chan->nr_alive == 0;
 	mutex_unlock(&chan->lock);
 	list_del_init(&h->pending);
-	u4v_half_remove_bufs(h);
+	/* hardware stops before its rings can go with the mappings */
 	u4v_half_uncount(h, cable);
+	u4v_half_remove_bufs(h);
 	if (free_it)
 		u4v_chan_free(chan);
 }

@@ -100,7 +100,7 @@ struct u4v_tb_hw {
 	struct u4v_half *h;
 	struct tb_ring *tx, *rx;
 	int in_hop, out_hop;
-	bool paths_up;
+	bool started, paths_up;
 	bool mapped[2]; /* TX, RX ring handed to a mapping (it frees it) */
 	struct work_struct rx_work;
 };
@@ -286,10 +286,10 @@ static void u4v_tb_chan_close(struct u4v_half *h)
 	if (hw->paths_up)
 		tb_xdomain_disable_paths(xd, hw->out_hop, hw->tx->hop,
 					 hw->in_hop, hw->rx->hop);
-	if (hw->rx)
+	if (hw->started) {
 		tb_ring_stop(hw->rx);
-	if (hw->tx)
 		tb_ring_stop(hw->tx);
+	}
 	cancel_work_sync(&hw->rx_work);
 	if (hw->out_hop > 0)
 		tb_xdomain_release_out_hopid(xd, hw->out_hop);
@@ -355,6 +355,7 @@ static int u4v_tb_chan_connect(struct u4v_half *h, struct u4v_msg *m)
 	hw->out_hop = ret;
 	tb_ring_start(hw->tx);
 	tb_ring_start(hw->rx);
+	hw->started = true;
 	ret = tb_xdomain_enable_paths(xd, hw->out_hop, hw->tx->hop,
 				      hw->in_hop, hw->rx->hop);
 	if (ret)
