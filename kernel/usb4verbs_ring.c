@@ -543,7 +543,8 @@ int u4v_doorbell(struct u4v_ucontext *uctx, u32 remote, bool has_tx,
 		return -EINVAL; /* no shadow ring: use the doorbell page */
 
 	mutex_lock(&h->chan->lock);
-	if (h->dead)
+	/* stale: the remote context left; a new connect finds its successor */
+	if (h->dead || u4v_half_stale(h))
 		ret = -ENOLINK;
 	if (!ret && has_rx)
 		ret = u4v_rx_commit(h, rx_cons);

@@ -301,6 +301,8 @@ bool u4v_quota_take(struct u4v_ctx *ctx, uint32_t *count, uint32_t max);
 void u4v_quota_give(struct u4v_ctx *ctx, uint32_t *count);
 struct u4v_peer *u4v_peer_get(struct u4v_ctx *ctx, uint32_t remote_ctx,
 			      bool refresh, int *err);
+struct u4v_peer *u4v_peer_get_ud(struct u4v_ctx *ctx, uint32_t remote_ctx,
+				 int *err);
 void u4v_peer_schedule(struct u4v_peer *peer, struct u4v_qp *qp);
 void u4v_async_event(struct u4v_ctx *ctx, uint64_t element,
 		     enum ibv_event_type type);

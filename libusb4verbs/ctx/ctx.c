@@ -199,6 +199,23 @@ struct u4v_peer *u4v_peer_get(struct u4v_ctx *ctx, uint32_t remote_ctx,
 	return peer;
 }
 
+/*
+ * UD: a datagram goes to whoever holds the context id now, so a channel
+ * whose remote context left is looked up again (RC/UC keep theirs: their
+ * peer is the QP they connected to, and only a new connect changes it).
+ */
+struct u4v_peer *u4v_peer_get_ud(struct u4v_ctx *ctx, uint32_t remote_ctx,
+				 int *err)
+{
+	struct u4l_chan *chan = NULL;
+
+	if (remote_ctx < U4L_MAX_CTX)
+		chan = __atomic_load_n(&ctx->peers[remote_ctx].chan,
+				       __ATOMIC_ACQUIRE);
+	return u4v_peer_get(ctx, remote_ctx,
+			    chan && ctx->ops->chan_dead(chan), err);
+}
+
 bool u4v_quota_take(struct u4v_ctx *ctx, uint32_t *count, uint32_t max)
 {
 	bool ok;

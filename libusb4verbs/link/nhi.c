@@ -431,6 +431,12 @@ static void nhi_tx_doorbell(struct u4l_chan *chan)
 		c->dead = true; /* peer gone: the engine's timers end it */
 }
 
+static bool nhi_chan_dead(struct u4l_chan *chan)
+{
+	return __atomic_load_n(&((struct nhi_chan *)chan)->dead,
+			       __ATOMIC_RELAXED);
+}
+
 static uint32_t nhi_tx_space(struct u4l_chan *chan)
 {
 	struct nhi_chan *c = (struct nhi_chan *)chan;
@@ -557,6 +563,7 @@ static const struct u4l_ops nhi_ops = {
 	.chan_get = nhi_chan_get,
 	.chan_accept = nhi_chan_accept,
 	.chan_remote = nhi_chan_remote,
+	.chan_dead = nhi_chan_dead,
 	.tx_slot = nhi_tx_slot,
 	.tx_post = nhi_tx_post,
 	.tx_doorbell = nhi_tx_doorbell,

@@ -419,6 +419,7 @@ static const struct u4l_ops sim_ops = {
     .chan_get = sim_chan_get,
     .chan_accept = sim_chan_accept,
     .chan_remote = sim_chan_remote,
+    .chan_dead = sim_chan_gone,
     .tx_slot = sim_tx_slot,
     .tx_post = sim_tx_post,
     .tx_doorbell = sim_tx_doorbell,

@@ -267,6 +267,7 @@ void *sim_tx_slot(struct u4l_chan *chan);
 void sim_tx_post(struct u4l_chan *chan, uint32_t len, enum u4l_pdf pdf);
 void sim_tx_doorbell(struct u4l_chan *chan);
 uint32_t sim_tx_space(struct u4l_chan *chan);
+bool sim_chan_gone(struct u4l_chan *chan);
 int sim_rx_peek(struct u4l_chan *chan, struct u4l_rx_frame *frame);
 void sim_rx_release(struct u4l_chan *chan);
 void sim_ring_layout(struct sim_seg *s, uint32_t idx, uint32_t d,

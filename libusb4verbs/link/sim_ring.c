@@ -82,6 +82,11 @@ bool sim_chan_tx_dead(struct sim_chan_h *h)
 	       __atomic_load_n(&h->ent->orphan, __ATOMIC_ACQUIRE);
 }
 
+bool sim_chan_gone(struct u4l_chan *chan)
+{
+	return sim_chan_tx_dead((struct sim_chan_h *)chan);
+}
+
 /*
  * Wake context ctx if one of its threads sleeps in wait(). The caller has
  * published what the sleeper looks for (frames, kick, accept) before this.

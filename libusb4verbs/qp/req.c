@@ -194,7 +194,7 @@ static void push_ud(struct u4v_qp *qp)
 			qp->sq_psn = psn_add(qp->sq_psn, w->npsn);
 			w->psn_assigned = true;
 		}
-		peer = u4v_peer_get(qp->ctx, w->remote_ctx, false, &err);
+		peer = u4v_peer_get_ud(qp->ctx, w->remote_ctx, &err);
 		if (peer) {
 			pthread_mutex_lock(&peer->tx_lock);
 			while (w->next_frame < w->nframes) {

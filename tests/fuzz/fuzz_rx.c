@@ -201,6 +201,12 @@ static void f_close(struct u4l_dev *d)
 	free(d);
 }
 
+static bool f_chan_dead(struct u4l_chan *c)
+{
+	(void)c;
+	return false;
+}
+
 static const struct u4l_ops fake_ops = {
 	.name = "fuzz",
 	.close = f_close,
@@ -209,6 +215,7 @@ static const struct u4l_ops fake_ops = {
 	.chan_get = f_chan_get,
 	.chan_accept = f_chan_accept,
 	.chan_remote = f_chan_remote,
+	.chan_dead = f_chan_dead,
 	.tx_slot = f_tx_slot,
 	.tx_post = f_tx_post,
 	.tx_doorbell = f_tx_doorbell,

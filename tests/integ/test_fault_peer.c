@@ -4,7 +4,8 @@
  * within the bound timeout/retry_cnt imply), RC SEND without a receive
  * (finite rnr_retry: status 13; rnr_retry 7: completes once a receive is
  * posted), UC with lost fragments (messages dropped whole, never partial),
- * UD with loss (datagrams intact or absent).
+ * UD with loss (datagrams intact or absent), UD to a context id that a
+ * new context took over (the datagrams reach the new holder).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -419,6 +420,107 @@ static void test_ud_loss(void **state)
 	loss_test(IBV_QPT_UD, "udloss", 4096, 1000);
 }
 
+/* ---- UD to a context id taken over by a new context ------------------- */
+
+#define NEWID_LEN 1000
+
+/* n datagrams a -> qpn, each received and checked at b. Returns count. */
+static int ud_round(struct u4vt_end *a, struct u4v_qp *qa, struct u4v_ah *ah,
+		    struct u4vt_end *b, struct u4v_qp *qb, int n, uint64_t seed)
+{
+	uint8_t *src = malloc(NEWID_LEN), *dst = malloc(NEWID_LEN + 40);
+	uint8_t *want = malloc(NEWID_LEN);
+	struct u4v_mr *ms = rel_reg(a->pd, src, NEWID_LEN, 0);
+	struct u4v_mr *md = rel_reg(b->pd, dst, NEWID_LEN + 40,
+				    IBV_ACCESS_LOCAL_WRITE);
+	int i, good = 0;
+
+	for (i = 0; i < n; i++) {
+		struct ibv_sge sge = { (uintptr_t)src, NEWID_LEN,
+				       u4v_mr_lkey(ms) };
+		struct ibv_send_wr wr = { 0 }, *bad;
+		struct ibv_wc wc;
+
+		u4vt_fill(src, NEWID_LEN, seed + i);
+		memcpy(want, src, NEWID_LEN);
+		memset(dst, 0, NEWID_LEN + 40);
+		assert_int_equal(rel_post_recv(qb, i, dst, NEWID_LEN + 40,
+					       u4v_mr_lkey(md)), 0);
+		wr.wr_id = i;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.ud.ah = &ah->ibv;
+		wr.wr.ud.remote_qpn = u4v_qp_num(qb);
+		wr.wr.ud.remote_qkey = 0x11111111;
+		assert_int_equal(u4v_post_send(qa, &wr, &bad), 0);
+		assert_int_equal(rel_wait1(a->cq, 5000).status,
+				 IBV_WC_SUCCESS);
+		if (u4vt_poll(b->cq, &wc, 1, 1000) == 1 &&
+		    wc.status == IBV_WC_SUCCESS && wc.byte_len == NEWID_LEN + 40 &&
+		    !memcmp(dst + 40, want, NEWID_LEN))
+			good++;
+	}
+	/* a receive still posted cannot write dst once md is gone */
+	assert_int_equal(u4v_dereg_mr(ms), 0);
+	assert_int_equal(u4v_dereg_mr(md), 0);
+	free(src);
+	free(dst);
+	free(want);
+	return good;
+}
+
+static void test_ud_new_incarnation(void **state)
+{
+	const char *shm = u4vt_shm_name("udnew");
+	struct u4vt_end a, b, b2;
+	struct u4vt_qp_opts o;
+	struct u4v_qp *qa, *qb, *qb2;
+	struct ibv_ah_attr aa = { .port_num = 1 };
+	struct u4v_ah *ah;
+	uint32_t qpn_b;
+	int tries, got;
+
+	(void)state;
+	u4vt_cable_create(shm, NULL);
+	u4vt_qp_opts_default(&o);
+	rel_end_open(&a, shm, 0, 0);
+	rel_end_open(&b, shm, 1, 0);
+	qa = u4vt_qp_create(&a, IBV_QPT_UD, &o);
+	qb = u4vt_qp_create(&b, IBV_QPT_UD, &o);
+	u4vt_qp_connect(qa, IBV_QPT_UD, 0, &o);
+	u4vt_qp_connect(qb, IBV_QPT_UD, 0, &o);
+	assert_int_equal(u4v_create_ah(a.pd, &aa, &ah), 0);
+	qpn_b = u4v_qp_num(qb);
+	assert_int_equal(ud_round(&a, qa, ah, &b, qb, 4, 100), 4);
+
+	/* b leaves; new contexts come until one holds b's id (and QPN) */
+	assert_int_equal(u4v_destroy_qp(qb), 0);
+	u4vt_end_close(&b);
+	for (tries = 0; tries < 2 * 64; tries++) {
+		rel_end_open(&b2, shm, 1, 0);
+		qb2 = u4vt_qp_create(&b2, IBV_QPT_UD, &o);
+		if (u4v_qp_num(qb2) == qpn_b)
+			break;
+		assert_int_equal(u4v_destroy_qp(qb2), 0);
+		u4vt_end_close(&b2);
+	}
+	assert_int_equal(u4v_qp_num(qb2), qpn_b);
+	u4vt_qp_connect(qb2, IBV_QPT_UD, 0, &o);
+	/* the sender's cached channel led to the old context: not any more */
+	got = ud_round(&a, qa, ah, &b2, qb2, 4, 200);
+	fprintf(stderr, "[udnew] %d of 4 datagrams reached the new context "
+		"after %d opens\n", got, tries + 1);
+	assert_int_equal(got, 4);
+	assert_int_equal(u4v_destroy_ah(ah), 0);
+	assert_int_equal(u4v_destroy_qp(qb2), 0);
+	assert_int_equal(u4v_destroy_qp(qa), 0);
+	u4vt_end_close(&b2);
+	u4vt_end_close(&a);
+	u4l_sim_destroy(shm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -427,6 +529,7 @@ int main(void)
 		cmocka_unit_test(test_rnr_infinite),
 		cmocka_unit_test(test_uc_lost_fragment),
 		cmocka_unit_test(test_ud_loss),
+		cmocka_unit_test(test_ud_new_incarnation),
 	};
 	int ret = cmocka_run_group_tests(tests, NULL, NULL);
 

@@ -82,6 +82,12 @@ struct u4l_ops {
 	 */
 	int (*chan_get)(struct u4l_dev *dev, uint32_t remote_ctx,
 			struct u4l_chan **chan);
+	/*
+	 * The channel's remote context left (or the cable went down): nothing
+	 * sent on it arrives any more. chan_get then finds whoever holds the
+	 * id now. A backend may only learn this on a doorbell.
+	 */
+	bool (*chan_dead)(struct u4l_chan *chan);
 	/* Channels created by peers that this context has not seen yet. */
 	struct u4l_chan *(*chan_accept)(struct u4l_dev *dev);
 	uint32_t (*chan_remote)(struct u4l_chan *chan);
