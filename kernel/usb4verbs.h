@@ -228,8 +228,6 @@ struct u4v_qp {
 
 struct u4v_mr {
 	struct ib_mr ibmr;
-	u64 start, length;
-	int access;
 };
 
 static inline struct u4v_dev *to_u4v_dev(struct ib_device *ibdev)

@@ -83,9 +83,6 @@ static int u4v_query_port(struct ib_device *ibdev, u32 port,
 	attr->gid_tbl_len = U4V_GID_TBL_LEN;
 	attr->pkey_tbl_len = 1;
 	attr->max_msg_sz = U4V_K_MAX_MSG;
-	attr->lid = 0;
-	attr->sm_lid = 0;
-	attr->lmc = 0;
 	attr->active_width = IB_WIDTH_4X;
 	attr->active_speed = IB_SPEED_FDR10;
 	return 0;
@@ -100,12 +97,6 @@ static int u4v_get_port_immutable(struct ib_device *ibdev, u32 port,
 	imm->core_cap_flags = RDMA_CORE_CAP_PROT_IB;
 	imm->max_mad_size = 0;
 	return 0;
-}
-
-static enum rdma_link_layer u4v_get_link_layer(struct ib_device *ibdev,
-					       u32 port)
-{
-	return IB_LINK_LAYER_INFINIBAND;
 }
 
 static int u4v_query_gid(struct ib_device *ibdev, u32 port, int index,
@@ -504,9 +495,6 @@ static struct ib_mr *u4v_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 		return ERR_PTR(-ENOMEM);
 	}
 	key = (u32)atomic_inc_return(&dev->mr_key) << 8;
-	mr->start = virt;
-	mr->length = length;
-	mr->access = access;
 	mr->ibmr.lkey = key;
 	mr->ibmr.rkey = key;
 	mr->ibmr.iova = virt;
@@ -573,20 +561,15 @@ static int UVERBS_HANDLER(U4V_METHOD_DOORBELL)(struct uverbs_attr_bundle *attrs)
 	ret = uverbs_copy_from(&remote, attrs, U4V_ATTR_DOORBELL_REMOTE);
 	if (ret)
 		return ret;
-	has_tx = uverbs_attr_is_valid(attrs, U4V_ATTR_DOORBELL_TX_PROD);
-	has_rx = uverbs_attr_is_valid(attrs, U4V_ATTR_DOORBELL_RX_CONS);
-	if (has_tx) {
-		ret = uverbs_copy_from(&tx_prod, attrs,
-				       U4V_ATTR_DOORBELL_TX_PROD);
-		if (ret)
-			return ret;
-	}
-	if (has_rx) {
-		ret = uverbs_copy_from(&rx_cons, attrs,
-				       U4V_ATTR_DOORBELL_RX_CONS);
-		if (ret)
-			return ret;
-	}
+	/* either index may be absent (-ENOENT) */
+	ret = uverbs_copy_from(&tx_prod, attrs, U4V_ATTR_DOORBELL_TX_PROD);
+	has_tx = !ret;
+	if (ret && ret != -ENOENT)
+		return ret;
+	ret = uverbs_copy_from(&rx_cons, attrs, U4V_ATTR_DOORBELL_RX_CONS);
+	has_rx = !ret;
+	if (ret && ret != -ENOENT)
+		return ret;
 	return u4v_doorbell(to_u4v_uctx(ibuc), remote, has_tx, tx_prod,
 			    has_rx, rx_cons);
 }
@@ -659,7 +642,6 @@ static const struct ib_device_ops u4v_dev_ops = {
 	.destroy_qp = u4v_destroy_qp,
 	.disassociate_ucontext = u4v_disassociate_ucontext,
 	.get_dev_fw_str = u4v_get_dev_fw_str,
-	.get_link_layer = u4v_get_link_layer,
 	.get_port_immutable = u4v_get_port_immutable,
 	.mmap = u4v_mmap,
 	.mmap_free = u4v_mmap_free,

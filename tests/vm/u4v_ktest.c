@@ -638,8 +638,16 @@ int main(int argc, char **argv)
 	uint32_t cid = c->ops->ctx_id(c);
 	c->ops->close(c);
 	report("ctx_leave_seen", !a->ops->ctx_alive(a, cid), NULL);
-
+	/* a channel whose peer left says so (a new connect finds a successor) */
+	r = u4l_nhi_raw_doorbell(a, cid, true, ((struct nhi_chan *)ac)->tx_prod,
+				 false, 0);
+	report("doorbell_peer_left_loopback", r == -ENOLINK, "ret=%d", r);
+	uint32_t bid = b->ops->ctx_id(b);
 	b->ops->close(b);
+	r = u4l_nhi_raw_doorbell(a, bid, true, ((struct nhi_chan *)ab)->tx_prod,
+				 false, 0);
+	report("doorbell_peer_left_cable", r == -ENOLINK, "ret=%d", r);
+
 	d->ops->close(d);
 	a->ops->close(a);
 	printf("KTEST result %s failures=%d\n", failures ? "FAIL" : "PASS",
