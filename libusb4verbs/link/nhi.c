@@ -50,21 +50,21 @@ static void count(uint64_t *c, uint64_t n)
 static int nhi_ioctl(int fd, uint16_t method, const struct ib_uverbs_attr *a,
 		     unsigned int n)
 {
-	struct {
-		struct ib_uverbs_ioctl_hdr hdr;
-		struct ib_uverbs_attr attrs[4];
-	} b;
+	/* the header ends in a flexible array: lay it out in raw words */
+	uint64_t b[(sizeof(struct ib_uverbs_ioctl_hdr) +
+		    4 * sizeof(struct ib_uverbs_attr)) / 8];
+	struct ib_uverbs_ioctl_hdr *hdr = (struct ib_uverbs_ioctl_hdr *)b;
 
 	if (n > 4)
 		return -EINVAL;
-	memset(&b, 0, sizeof(b));
-	b.hdr.length = sizeof(b.hdr) + n * sizeof(b.attrs[0]);
-	b.hdr.object_id = UVERBS_OBJECT_DEVICE;
-	b.hdr.method_id = method;
-	b.hdr.num_attrs = n;
-	b.hdr.driver_id = NHI_RDMA_DRIVER_UNKNOWN;
-	memcpy(b.attrs, a, n * sizeof(*a));
-	if (ioctl(fd, RDMA_VERBS_IOCTL, &b.hdr))
+	memset(b, 0, sizeof(b));
+	hdr->length = (uint16_t)(sizeof(*hdr) + n * sizeof(*a));
+	hdr->object_id = UVERBS_OBJECT_DEVICE;
+	hdr->method_id = method;
+	hdr->num_attrs = (uint16_t)n;
+	hdr->driver_id = NHI_RDMA_DRIVER_UNKNOWN;
+	memcpy(hdr + 1, a, n * sizeof(*a));
+	if (ioctl(fd, RDMA_VERBS_IOCTL, hdr))
 		return -errno;
 	return 0;
 }
@@ -591,27 +591,30 @@ static int nhi_get_context(int fd, const struct u4v_alloc_ucontext_req *req,
 			   struct ib_uverbs_get_context_resp *core,
 			   struct u4v_alloc_ucontext_resp *drv)
 {
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_get_context cmd;
-		struct u4v_alloc_ucontext_req req;
-	} in;
-	struct {
-		struct ib_uverbs_get_context_resp core;
-		struct u4v_alloc_ucontext_resp drv;
-	} out;
+	_Static_assert((sizeof(struct ib_uverbs_cmd_hdr) +
+			sizeof(struct ib_uverbs_get_context) +
+			sizeof(struct u4v_alloc_ucontext_req)) % 8 == 0 &&
+			       (sizeof(struct ib_uverbs_get_context_resp) +
+				sizeof(struct u4v_alloc_ucontext_resp)) % 8 == 0,
+		       "GET_CONTEXT buffers are whole words");
+	/* command and response end in flexible arrays: raw words */
+	struct ib_uverbs_cmd_hdr hdr = { .command = IB_USER_VERBS_CMD_GET_CONTEXT };
+	struct ib_uverbs_get_context cmd;
+	uint64_t in[(sizeof(hdr) + sizeof(cmd) + sizeof(*req)) / 8];
+	uint64_t out[(sizeof(*core) + sizeof(*drv)) / 8];
 
-	memset(&in, 0, sizeof(in));
-	memset(&out, 0, sizeof(out));
-	in.hdr.command = IB_USER_VERBS_CMD_GET_CONTEXT;
-	in.hdr.in_words = sizeof(in) / 4;
-	in.hdr.out_words = sizeof(out) / 4;
-	in.cmd.response = (uintptr_t)&out;
-	in.req = *req;
-	if (write(fd, &in, sizeof(in)) != (ssize_t)sizeof(in))
+	memset(out, 0, sizeof(out));
+	memset(&cmd, 0, sizeof(cmd));
+	hdr.in_words = sizeof(in) / 4;
+	hdr.out_words = sizeof(out) / 4;
+	cmd.response = (uintptr_t)out;
+	memcpy(in, &hdr, sizeof(hdr));
+	memcpy((uint8_t *)in + sizeof(hdr), &cmd, sizeof(cmd));
+	memcpy((uint8_t *)in + sizeof(hdr) + sizeof(cmd), req, sizeof(*req));
+	if (write(fd, in, sizeof(in)) != (ssize_t)sizeof(in))
 		return -errno;
-	*core = out.core;
-	*drv = out.drv;
+	memcpy(core, out, sizeof(*core));
+	memcpy(drv, (uint8_t *)out + sizeof(*core), sizeof(*drv));
 	return 0;
 }
 
