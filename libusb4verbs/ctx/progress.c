@@ -21,14 +21,12 @@
 #include "wire/opcode.h"
 
 /*
- * An application that polled a CQ in the last 0.5 ms moves the context
- * itself; the thread naps (1 ms, ended early when a CQ is armed). Known
- * cost: one that polls once and then spins on memory for the peer's RDMA
- * WRITE (ib_write_lat) waits for the thread's nap to end. Shorter naps
- * cost a few percent of bandwidth on a 2-core machine.
+ * An application that posted or polled a CQ in the last 0.5 ms, and still
+ * has work in the context, moves the context itself: the thread naps until
+ * that poll is 0.5 ms old (ended early when a CQ is armed). Shorter naps
+ * cost a third of unthrottled bandwidth on a 2-core machine.
  */
 #define APP_POLL_RECENT_NS 500000ull
-#define THREAD_NAP_NS 1000000ull
 #define THREAD_POLL_NS 2000000ull     /* timer poll for stranded frames */
 #define TIMER_SCAN_NS 50000ull	      /* how often retransmit timers run */
 
@@ -260,29 +258,57 @@ void u4v_ctx_progress(struct u4v_ctx *ctx)
 	u4v_progress_try(ctx);
 }
 
+/*
+ * Does the application wait on a CQ for work it gave the context (sends
+ * not yet complete, posted receives)? Then its polls move the context. One
+ * that gave nothing waits some other way (ib_write_lat spins on memory for
+ * the peer's RDMA WRITE): the thread must take frames for it at once.
+ * Under progress_lock, which keeps the QPs alive.
+ */
+static bool app_waits_on_cq(struct u4v_ctx *ctx)
+{
+	uint32_t i;
+
+	for (i = 0; i < ctx->nqps_slots; i++) {
+		struct u4v_qp *qp = ctx->qps[i];
+
+		if (qp && (__atomic_load_n(&qp->sq_count, __ATOMIC_RELAXED) ||
+			   __atomic_load_n(&qp->rq.count, __ATOMIC_RELAXED) ||
+			   (qp->srq && __atomic_load_n(&qp->srq->rq.count,
+						       __ATOMIC_RELAXED))))
+			return true;
+	}
+	return false;
+}
+
 /* Sleep while the application polls; u4v_progress_app_blocks() ends it. */
-static void nap(struct u4v_ctx *ctx, uint64_t ns)
+static void nap(struct u4v_ctx *ctx, uint64_t ns, uint32_t seq)
 {
 	struct timespec ts = { (time_t)(ns / 1000000000ull),
 			       (long)(ns % 1000000000ull) };
-	uint32_t seq = atomic_load(&ctx->nap_seq);
 
+	/* Dekker with u4v_progress_wake(): napping, then nap_seq */
 	atomic_store(&ctx->napping, 1);
-	if (atomic_load(&ctx->app_poll_ns))
+	if (atomic_load(&ctx->app_poll_ns) && atomic_load(&ctx->nap_seq) == seq)
 		syscall(SYS_futex, &ctx->nap_seq, FUTEX_WAIT_PRIVATE, seq, &ts,
 			NULL, 0);
 	atomic_store(&ctx->napping, 0);
+}
+
+/* End the thread's nap (or the one it is about to take): it looks again. */
+void u4v_progress_wake(struct u4v_ctx *ctx)
+{
+	atomic_fetch_add(&ctx->nap_seq, 1);
+	if (atomic_load(&ctx->napping))
+		syscall(SYS_futex, &ctx->nap_seq, FUTEX_WAKE_PRIVATE, 1, NULL,
+			NULL, 0);
 }
 
 void u4v_progress_app_blocks(struct u4v_ctx *ctx)
 {
 	/* the application is about to sleep on an event: take over now */
 	atomic_store(&ctx->app_poll_ns, 0);
-	if (atomic_load(&ctx->napping)) {
-		atomic_fetch_add(&ctx->nap_seq, 1);
-		syscall(SYS_futex, &ctx->nap_seq, FUTEX_WAKE_PRIVATE, 1, NULL,
-			NULL, 0);
-	}
+	u4v_progress_wake(ctx);
 }
 
 static void *progress_thread(void *arg)
@@ -296,14 +322,27 @@ static void *progress_thread(void *arg)
 		uint64_t now = u4v_now(), deadline;
 		uint64_t app = atomic_load_explicit(&ctx->app_poll_ns,
 						    memory_order_relaxed);
+		uint32_t seq = atomic_load(&ctx->nap_seq);
 		unsigned int frames = 0;
 
 		/* app may be a little newer than now: compare without wrap */
-		if (app + APP_POLL_RECENT_NS > now) {
-			nap(ctx, THREAD_NAP_NS);
+		bool app_recent = app + APP_POLL_RECENT_NS > now;
+
+		if (pthread_mutex_trylock(&ctx->progress_lock)) {
+			/*
+			 * Someone moves the context right now. If it is the
+			 * application, nap like below (the work ending wakes us).
+			 */
+			if (app_recent) {
+				nap(ctx, app + APP_POLL_RECENT_NS - now, seq);
+				continue;
+			}
+		} else if (app_recent && app_waits_on_cq(ctx)) {
+			pthread_mutex_unlock(&ctx->progress_lock);
+			/* until that poll is old, or its work is done */
+			nap(ctx, app + APP_POLL_RECENT_NS - now, seq);
 			continue;
-		}
-		if (!pthread_mutex_trylock(&ctx->progress_lock)) {
+		} else {
 			frames = progress_locked(ctx);
 			pthread_mutex_unlock(&ctx->progress_lock);
 		}
