@@ -56,6 +56,7 @@ enum u4v_tb_type {
 	U4V_TB_STATUS_NOT_SUPPORTED,
 	U4V_TB_MSG,	 /* a channel protocol message (struct u4v_msg) */
 	U4V_TB_MSG_RESP, /* its reply */
+	U4V_TB_LOGOUT_RESP,
 };
 
 struct u4v_tb_login {
@@ -83,6 +84,7 @@ struct u4v_tb_peer {
 	struct delayed_work login_work;
 	struct work_struct up_work;
 	struct work_struct mask_work;
+	struct work_struct down_work; /* the peer logged out */
 	struct mutex lock;
 	struct mutex req_lock; /* one request of ours in flight at a time */
 	struct workqueue_struct *wq; /* requests from the peer */
@@ -500,6 +502,36 @@ static void u4v_tb_up_work(struct work_struct *work)
 	mutex_unlock(&p->lock);
 }
 
+/* The peer's shim logged out: device down, log in again when it is back. */
+static void u4v_tb_down_work(struct work_struct *work)
+{
+	struct u4v_tb_peer *p =
+		container_of(work, struct u4v_tb_peer, down_work);
+
+	mutex_lock(&p->lock);
+	u4v_tb_down(p);
+	p->logged_in = false;
+	p->peer_logged_in = false;
+	p->retries = 0;
+	schedule_delayed_work(&p->login_work,
+			      msecs_to_jiffies(U4V_TB_LOGIN_DELAY_MS));
+	mutex_unlock(&p->lock);
+}
+
+/* Tell the peer's shim we go (unload, unplug): best effort. */
+static void u4v_tb_logout(struct u4v_tb_peer *p)
+{
+	struct u4v_tb_login_resp resp = {};
+	struct u4v_tb_hdr req = {};
+
+	mutex_lock(&p->req_lock);
+	u4v_tb_fill_hdr(p, &req, sizeof(req), U4V_TB_LOGOUT, p->command++);
+	tb_xdomain_request(p->xd, &req, sizeof(req), TB_CFG_PKG_XDOMAIN_RESP,
+			   &resp, sizeof(resp), TB_CFG_PKG_XDOMAIN_RESP,
+			   U4V_TB_LOGIN_TIMEOUT_MS);
+	mutex_unlock(&p->req_lock);
+}
+
 static void u4v_tb_login_work(struct work_struct *work)
 {
 	struct u4v_tb_peer *p =
@@ -568,9 +600,11 @@ static int u4v_tb_handle(const void *buf, size_t size, void *data)
 		schedule_work(&p->up_work);
 		return 1;
 	case U4V_TB_LOGOUT:
-		mutex_lock(&p->lock);
-		p->peer_logged_in = false;
-		mutex_unlock(&p->lock);
+		u4v_tb_fill_hdr(p, &resp.hdr, sizeof(resp), U4V_TB_LOGOUT_RESP,
+				h->command);
+		tb_xdomain_response(p->xd, &resp, sizeof(resp),
+				    TB_CFG_PKG_XDOMAIN_RESP);
+		schedule_work(&p->down_work);
 		return 1;
 	case U4V_TB_MSG:
 		/* answered from process context: it may send requests */
@@ -604,6 +638,7 @@ static int u4v_tb_probe(struct tb_service *svc, const struct tb_service_id *id)
 	INIT_DELAYED_WORK(&p->login_work, u4v_tb_login_work);
 	INIT_WORK(&p->up_work, u4v_tb_up_work);
 	INIT_WORK(&p->mask_work, u4v_tb_mask_work);
+	INIT_WORK(&p->down_work, u4v_tb_down_work);
 	/* ordered: MASKs are applied in the order they arrive */
 	p->wq = alloc_ordered_workqueue("u4v-tb", 0);
 	if (!p->wq) {
@@ -629,7 +664,10 @@ static void u4v_tb_remove(struct tb_service *svc)
 {
 	struct u4v_tb_peer *p = tb_service_get_drvdata(svc);
 
+	if (p->logged_in)
+		u4v_tb_logout(p);
 	tb_unregister_protocol_handler(&p->handler);
+	cancel_work_sync(&p->down_work);
 	cancel_delayed_work_sync(&p->login_work);
 	cancel_work_sync(&p->up_work);
 	destroy_workqueue(p->wq); /* its works may queue mask_work */
