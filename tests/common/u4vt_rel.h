@@ -169,6 +169,26 @@ static inline int rel_post(struct u4v_qp *qp, enum ibv_wr_opcode op,
 	return u4v_post_send(qp, &wr, &bad);
 }
 
+/* Post one signaled UD SEND to remote_qpn through ah (qkey 0x11111111). */
+static inline int rel_post_ud(struct u4v_qp *qp, uint64_t wr_id, void *buf,
+			      uint32_t len, uint32_t lkey, struct u4v_ah *ah,
+			      uint32_t remote_qpn)
+{
+	struct ibv_sge s = { (uintptr_t)buf, len, lkey };
+	struct ibv_send_wr wr, *bad = NULL;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.ud.ah = &ah->ibv;
+	wr.wr.ud.remote_qpn = remote_qpn;
+	wr.wr.ud.remote_qkey = 0x11111111;
+	return u4v_post_send(qp, &wr, &bad);
+}
+
 static inline int rel_post_recv(struct u4v_qp *qp, uint64_t wr_id, void *buf,
 				uint32_t len, uint32_t lkey)
 {

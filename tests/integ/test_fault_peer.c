@@ -436,9 +436,6 @@ static int ud_round(struct u4vt_end *a, struct u4v_qp *qa, struct u4v_ah *ah,
 	int i, good = 0;
 
 	for (i = 0; i < n; i++) {
-		struct ibv_sge sge = { (uintptr_t)src, NEWID_LEN,
-				       u4v_mr_lkey(ms) };
-		struct ibv_send_wr wr = { 0 }, *bad;
 		struct ibv_wc wc;
 
 		u4vt_fill(src, NEWID_LEN, seed + i);
@@ -446,15 +443,9 @@ static int ud_round(struct u4vt_end *a, struct u4v_qp *qa, struct u4v_ah *ah,
 		memset(dst, 0, NEWID_LEN + 40);
 		assert_int_equal(rel_post_recv(qb, i, dst, NEWID_LEN + 40,
 					       u4v_mr_lkey(md)), 0);
-		wr.wr_id = i;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_SEND;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.wr.ud.ah = &ah->ibv;
-		wr.wr.ud.remote_qpn = u4v_qp_num(qb);
-		wr.wr.ud.remote_qkey = 0x11111111;
-		assert_int_equal(u4v_post_send(qa, &wr, &bad), 0);
+		assert_int_equal(rel_post_ud(qa, i, src, NEWID_LEN,
+					     u4v_mr_lkey(ms), ah,
+					     u4v_qp_num(qb)), 0);
 		assert_int_equal(rel_wait1(a->cq, 5000).status,
 				 IBV_WC_SUCCESS);
 		if (u4vt_poll(b->cq, &wc, 1, 1000) == 1 &&

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "testlib.h"
+#include "u4vt_rel.h"
 
 #define TMO 20000
 #define SLOT 16384u
@@ -201,19 +201,11 @@ static void test_srq_ud(void **state)
 	for (i = 0; i < 16; i++) {
 		uint32_t len = 8 + (uint32_t)i * 271 % 4089;
 		uint8_t *p = r->src + (size_t)i * SLOT;
-		struct ibv_sge sge = { (uintptr_t)p, len, u4v_mr_lkey(r->ms) };
-		struct ibv_send_wr wr = { 0 }, *bad;
 
 		make_msg(p, 2000 + i, len);
-		wr.wr_id = i;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_SEND;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.wr.ud.ah = &ah->ibv;
-		wr.wr.ud.remote_qpn = u4v_qp_num(qb);
-		wr.wr.ud.remote_qkey = 0x11111111;
-		assert_int_equal(u4v_post_send(qa[i % 2], &wr, &bad), 0);
+		assert_int_equal(rel_post_ud(qa[i % 2], i, p, len,
+					     u4v_mr_lkey(r->ms), ah,
+					     u4v_qp_num(qb)), 0);
 	}
 	assert_int_equal(u4vt_poll(r->a.cq, wc, 16, TMO), 16);
 	n = u4vt_poll(r->b.cq, wc, 16, TMO);
