@@ -143,6 +143,18 @@ static inline struct u4v_mr *rel_reg(struct u4v_pd *pd, void *buf,
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                   \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
+/* A signaled WR of opcode op over the one SGE s. */
+static inline void rel_wr(struct ibv_send_wr *wr, struct ibv_sge *s,
+			  uint64_t wr_id, enum ibv_wr_opcode op)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->sg_list = s;
+	wr->num_sge = 1;
+	wr->opcode = op;
+	wr->send_flags = IBV_SEND_SIGNALED;
+}
+
 /* Post one signaled WR of opcode op; returns the post's errno value. */
 static inline int rel_post(struct u4v_qp *qp, enum ibv_wr_opcode op,
 			   uint64_t wr_id, void *buf, uint32_t len,
@@ -151,12 +163,7 @@ static inline int rel_post(struct u4v_qp *qp, enum ibv_wr_opcode op,
 	struct ibv_sge s = { (uintptr_t)buf, len, lkey };
 	struct ibv_send_wr wr, *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &s;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
+	rel_wr(&wr, &s, wr_id, op);
 	if (op == IBV_WR_ATOMIC_CMP_AND_SWP ||
 	    op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		wr.wr.atomic.remote_addr = raddr;
@@ -177,12 +184,7 @@ static inline int rel_post_ud(struct u4v_qp *qp, uint64_t wr_id, void *buf,
 	struct ibv_sge s = { (uintptr_t)buf, len, lkey };
 	struct ibv_send_wr wr, *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &s;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_SIGNALED;
+	rel_wr(&wr, &s, wr_id, IBV_WR_SEND);
 	wr.wr.ud.ah = &ah->ibv;
 	wr.wr.ud.remote_qpn = remote_qpn;
 	wr.wr.ud.remote_qkey = 0x11111111;
