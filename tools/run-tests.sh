@@ -38,6 +38,8 @@ cmake -S . -B "$out/fuzz" -DCMAKE_C_COMPILER=clang -DU4V_FUZZ=ON \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$out/fuzz" --target fuzz_rx -j"$jobs" >/dev/null
 (cd "$out/fuzz" && ctest --output-on-failure -R fuzz_rx) || status=1
+echo "== Debian packages (provider, tools, DKMS module source)"
+tools/check-package.sh || status=1
 echo "== tool-level tests (unmodified libibverbs, perftest, ibverbs-utils)"
 (cd "$out/release" && ctest --output-on-failure -L 'e2e|vm' -j2 "$@") ||
 	status=1
