@@ -138,6 +138,8 @@ struct u4v_msg {
 	u32 b;	    /* context id at end 1 */
 	u32 depth;  /* OPEN: ring depth, both ends must agree */
 	u32 hop;    /* OPEN: sender's RX HopID; reply: the responder's */
+	u32 version; /* Thunderbolt LOGIN: protocol version */
+	u32 reserved;
 	u64 mask;   /* MASK: bit per live context of the sender */
 	u64 seq;    /* MASK: newer wins */
 };

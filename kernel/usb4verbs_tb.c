@@ -47,32 +47,20 @@ struct u4v_tb_hdr {
 };
 
 #define U4V_TB_LEN_MASK GENMASK(5, 0)
-#define U4V_TB_SN_SHIFT 27
 
+/*
+ * Every packet of ours is a header and one struct u4v_msg: LOGIN (depth,
+ * version) and LOGOUT between the shims, MSG for the channel protocol. A
+ * response has the request's type with U4V_TB_RESP set and its command.
+ */
 enum u4v_tb_type {
 	U4V_TB_LOGIN = 1,
-	U4V_TB_LOGIN_RESP,
 	U4V_TB_LOGOUT,
-	U4V_TB_STATUS_NOT_SUPPORTED,
-	U4V_TB_MSG,	 /* a channel protocol message (struct u4v_msg) */
-	U4V_TB_MSG_RESP, /* its reply */
-	U4V_TB_LOGOUT_RESP,
+	U4V_TB_MSG,
+	U4V_TB_RESP = 0x100,
 };
 
-struct u4v_tb_login {
-	struct u4v_tb_hdr hdr;
-	u32 proto_ver;
-	u32 caps; /* none defined yet */
-	u32 ring_depth;
-};
-
-struct u4v_tb_login_resp {
-	struct u4v_tb_hdr hdr;
-	u32 status; /* 0 = accepted */
-	u32 proto_ver;
-};
-
-struct u4v_tb_msg {
+struct u4v_tb_pkt {
 	struct u4v_tb_hdr hdr;
 	struct u4v_msg msg;
 };
@@ -111,7 +99,7 @@ struct u4v_tb_hw {
 struct u4v_tb_rx {
 	struct work_struct work;
 	struct u4v_tb_peer *p;
-	struct u4v_tb_msg req;
+	struct u4v_tb_pkt req;
 };
 
 static struct tb_property_dir *u4v_tb_dir;
@@ -132,15 +120,14 @@ static void u4v_tb_fill_hdr(struct u4v_tb_peer *p, struct u4v_tb_hdr *h,
 	h->command = command;
 }
 
-/* The channel protocol over XDomain: one request, one response. */
-static int u4v_tb_send(struct u4v_cable *cable, struct u4v_msg *m)
+/* One request to the peer's shim; its answer replaces *m. */
+static int u4v_tb_request(struct u4v_tb_peer *p, u32 type, struct u4v_msg *m)
 {
-	struct u4v_tb_peer *p = cable->priv;
-	struct u4v_tb_msg req = {}, resp = {};
+	struct u4v_tb_pkt req = {}, resp = {};
 	int ret;
 
 	mutex_lock(&p->req_lock);
-	u4v_tb_fill_hdr(p, &req.hdr, sizeof(req), U4V_TB_MSG, p->command++);
+	u4v_tb_fill_hdr(p, &req.hdr, sizeof(req), type, p->command++);
 	req.msg = *m;
 	ret = tb_xdomain_request(p->xd, &req, sizeof(req),
 				 TB_CFG_PKG_XDOMAIN_RESP, &resp, sizeof(resp),
@@ -150,12 +137,32 @@ static int u4v_tb_send(struct u4v_cable *cable, struct u4v_msg *m)
 	if (ret)
 		return ret;
 	/* a late answer to an earlier, timed-out request is not ours */
-	if (resp.hdr.type != U4V_TB_MSG_RESP ||
-	    resp.hdr.command != req.hdr.command ||
-	    resp.msg.type != m->type)
+	if (resp.hdr.type != (type | U4V_TB_RESP) ||
+	    resp.hdr.command != req.hdr.command)
 		return -EPROTO;
 	*m = resp.msg;
 	return 0;
+}
+
+static void u4v_tb_respond(struct u4v_tb_peer *p, const struct u4v_tb_hdr *req,
+			   const struct u4v_msg *m)
+{
+	struct u4v_tb_pkt resp = {};
+
+	u4v_tb_fill_hdr(p, &resp.hdr, sizeof(resp), req->type | U4V_TB_RESP,
+			req->command);
+	resp.msg = *m;
+	tb_xdomain_response(p->xd, &resp, sizeof(resp),
+			    TB_CFG_PKG_XDOMAIN_RESP);
+}
+
+/* The channel protocol over XDomain. */
+static int u4v_tb_send(struct u4v_cable *cable, struct u4v_msg *m)
+{
+	u32 type = m->type;
+	int ret = u4v_tb_request(cable->priv, U4V_TB_MSG, m);
+
+	return ret ?: (m->type == type ? 0 : -EPROTO);
 }
 
 static void u4v_tb_rx_work(struct work_struct *work)
@@ -163,7 +170,6 @@ static void u4v_tb_rx_work(struct work_struct *work)
 	struct u4v_tb_rx *rx = container_of(work, struct u4v_tb_rx, work);
 	struct u4v_tb_peer *p = rx->p;
 	struct u4v_msg *m = &rx->req.msg;
-	struct u4v_tb_msg resp = {};
 	struct u4v_cable *cable;
 	bool first = false;
 
@@ -178,11 +184,7 @@ static void u4v_tb_rx_work(struct work_struct *work)
 	} else {
 		m->status = -ENOLINK;
 	}
-	u4v_tb_fill_hdr(p, &resp.hdr, sizeof(resp), U4V_TB_MSG_RESP,
-			rx->req.hdr.command);
-	resp.msg = *m;
-	tb_xdomain_response(p->xd, &resp, sizeof(resp),
-			    TB_CFG_PKG_XDOMAIN_RESP);
+	u4v_tb_respond(p, &rx->req.hdr, m);
 	/*
 	 * The peer just came up and has not heard our live set yet. Sent
 	 * from elsewhere: this queue must never wait for the peer's.
@@ -521,37 +523,22 @@ static void u4v_tb_down_work(struct work_struct *work)
 /* Tell the peer's shim we go (unload, unplug): best effort. */
 static void u4v_tb_logout(struct u4v_tb_peer *p)
 {
-	struct u4v_tb_login_resp resp = {};
-	struct u4v_tb_hdr req = {};
+	struct u4v_msg m = {};
 
-	mutex_lock(&p->req_lock);
-	u4v_tb_fill_hdr(p, &req, sizeof(req), U4V_TB_LOGOUT, p->command++);
-	tb_xdomain_request(p->xd, &req, sizeof(req), TB_CFG_PKG_XDOMAIN_RESP,
-			   &resp, sizeof(resp), TB_CFG_PKG_XDOMAIN_RESP,
-			   U4V_TB_LOGIN_TIMEOUT_MS);
-	mutex_unlock(&p->req_lock);
+	u4v_tb_request(p, U4V_TB_LOGOUT, &m);
 }
 
 static void u4v_tb_login_work(struct work_struct *work)
 {
 	struct u4v_tb_peer *p =
 		container_of(work, struct u4v_tb_peer, login_work.work);
-	struct u4v_tb_login_resp resp = {};
-	struct u4v_tb_login req = {};
+	struct u4v_msg m = { .depth = u4v_ring_depth,
+			     .version = U4V_TB_PROTO_VER };
 	int ret;
 
-	mutex_lock(&p->req_lock);
-	u4v_tb_fill_hdr(p, &req.hdr, sizeof(req), U4V_TB_LOGIN, p->command++);
-	req.proto_ver = U4V_TB_PROTO_VER;
-	req.ring_depth = u4v_ring_depth;
-	ret = tb_xdomain_request(p->xd, &req, sizeof(req),
-				 TB_CFG_PKG_XDOMAIN_RESP, &resp, sizeof(resp),
-				 TB_CFG_PKG_XDOMAIN_RESP,
-				 U4V_TB_LOGIN_TIMEOUT_MS);
-	mutex_unlock(&p->req_lock);
+	ret = u4v_tb_request(p, U4V_TB_LOGIN, &m);
 	mutex_lock(&p->lock);
-	if (!ret && resp.hdr.type == U4V_TB_LOGIN_RESP && !resp.status &&
-	    resp.proto_ver == U4V_TB_PROTO_VER) {
+	if (!ret && !m.status && m.version == U4V_TB_PROTO_VER) {
 		p->logged_in = true;
 		schedule_work(&p->up_work);
 	} else if (p->retries++ < U4V_TB_LOGIN_RETRIES) {
@@ -566,55 +553,46 @@ static void u4v_tb_login_work(struct work_struct *work)
 /* XDomain requests from the peer's shim. */
 static int u4v_tb_handle(const void *buf, size_t size, void *data)
 {
+	const struct u4v_tb_pkt *req = buf;
 	struct u4v_tb_peer *p = data;
-	const struct u4v_tb_hdr *h = buf;
-	struct u4v_tb_login_resp resp = {};
-	const struct u4v_tb_login *login = buf;
+	struct u4v_msg m;
 	struct u4v_tb_rx *rx;
 	u64 route;
 
-	if (size < sizeof(*h) || !uuid_equal(&h->initiator, p->xd->remote_uuid) ||
-	    !uuid_equal(&h->target, p->xd->local_uuid))
+	if (size < sizeof(*req) ||
+	    !uuid_equal(&req->hdr.initiator, p->xd->remote_uuid) ||
+	    !uuid_equal(&req->hdr.target, p->xd->local_uuid))
 		return 0;
-	route = ((u64)h->route_hi << 32 | h->route_lo) & ~BIT_ULL(63);
+	route = ((u64)req->hdr.route_hi << 32 | req->hdr.route_lo) &
+		~BIT_ULL(63);
 	if (route != p->xd->route)
 		return 0;
 
-	switch (h->type) {
+	m = req->msg;
+	switch (req->hdr.type) {
 	case U4V_TB_LOGIN:
-		if (size < sizeof(*login))
-			return 0;
-		mutex_lock(&p->lock);
-		u4v_tb_fill_hdr(p, &resp.hdr, sizeof(resp), U4V_TB_LOGIN_RESP,
-				h->command);
-		resp.proto_ver = U4V_TB_PROTO_VER;
-		if (login->proto_ver != U4V_TB_PROTO_VER ||
-		    login->ring_depth != u4v_ring_depth) {
-			resp.status = 1;
-		} else {
+		m.status = (m.version != U4V_TB_PROTO_VER ||
+			    m.depth != u4v_ring_depth) ? -EPROTO : 0;
+		m.version = U4V_TB_PROTO_VER;
+		u4v_tb_respond(p, &req->hdr, &m);
+		if (!m.status) {
+			mutex_lock(&p->lock);
 			p->peer_logged_in = true;
+			mutex_unlock(&p->lock);
+			schedule_work(&p->up_work);
 		}
-		mutex_unlock(&p->lock);
-		tb_xdomain_response(p->xd, &resp, sizeof(resp),
-				    TB_CFG_PKG_XDOMAIN_RESP);
-		schedule_work(&p->up_work);
 		return 1;
 	case U4V_TB_LOGOUT:
-		u4v_tb_fill_hdr(p, &resp.hdr, sizeof(resp), U4V_TB_LOGOUT_RESP,
-				h->command);
-		tb_xdomain_response(p->xd, &resp, sizeof(resp),
-				    TB_CFG_PKG_XDOMAIN_RESP);
+		u4v_tb_respond(p, &req->hdr, &m);
 		schedule_work(&p->down_work);
 		return 1;
 	case U4V_TB_MSG:
 		/* answered from process context: it may send requests */
-		if (size < sizeof(struct u4v_tb_msg))
-			return 0;
 		rx = kzalloc(sizeof(*rx), GFP_ATOMIC);
 		if (!rx)
 			return 0;
 		rx->p = p;
-		memcpy(&rx->req, buf, sizeof(rx->req));
+		rx->req = *req;
 		INIT_WORK(&rx->work, u4v_tb_rx_work);
 		queue_work(p->wq, &rx->work);
 		return 1;
