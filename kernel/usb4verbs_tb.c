@@ -450,13 +450,13 @@ static void u4v_tb_up(struct u4v_tb_peer *p)
 				guid | 1);
 	if (!p->dev)
 		goto err_cable;
+	p->cable->dev = p->dev;
 	ret = u4v_dev_register(p->dev, "usb4v%d");
 	if (ret) {
 		ib_dealloc_device(&p->dev->ibdev);
 		p->dev = NULL;
 		goto err_cable;
 	}
-	p->cable->dev = p->dev;
 	dev_info(&p->svc->dev, "%s up (end %u)\n", dev_name(&p->dev->ibdev.dev),
 		 end);
 	return;
