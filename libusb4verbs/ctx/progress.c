@@ -21,12 +21,14 @@
 #include "wire/opcode.h"
 
 /*
- * An application that posted or polled a CQ in the last 0.5 ms, and still
- * has work in the context, moves the context itself: the thread naps until
- * that poll is 0.5 ms old (ended early when a CQ is armed). Shorter naps
- * cost a third of unthrottled bandwidth on a 2-core machine.
+ * An application that posted or polled a CQ in the last 0.5 ms, and waits
+ * for much, moves the context itself: the thread naps until that poll is
+ * 0.5 ms old (ended early when a CQ is armed). Shorter naps cost a third
+ * of unthrottled bandwidth on a 2-core machine. One that waits for a
+ * single send or nothing is watched every WATCH_NS instead.
  */
 #define APP_POLL_RECENT_NS 500000ull
+#define WATCH_NS 30000ull	      /* does an idle application poll again? */
 #define THREAD_POLL_NS 2000000ull     /* timer poll for stranded frames */
 #define TIMER_SCAN_NS 50000ull	      /* how often retransmit timers run */
 
@@ -259,26 +261,25 @@ void u4v_ctx_progress(struct u4v_ctx *ctx)
 }
 
 /*
- * Does the application wait on a CQ for work it gave the context (sends
- * not yet complete, posted receives)? Then its polls move the context. One
- * that gave nothing waits some other way (ib_write_lat spins on memory for
- * the peer's RDMA WRITE): the thread must take frames for it at once.
- * Under progress_lock, which keeps the QPs alive.
+ * How much the application waits for on its CQs: sends not yet complete,
+ * plus 2 while receives are posted. Under progress_lock (QPs stay alive).
  */
-static bool app_waits_on_cq(struct u4v_ctx *ctx)
+static uint32_t app_cq_work(struct u4v_ctx *ctx)
 {
-	uint32_t i;
+	uint32_t i, n = 0;
 
 	for (i = 0; i < ctx->nqps_slots; i++) {
 		struct u4v_qp *qp = ctx->qps[i];
 
-		if (qp && (__atomic_load_n(&qp->sq_count, __ATOMIC_RELAXED) ||
-			   __atomic_load_n(&qp->rq.count, __ATOMIC_RELAXED) ||
-			   (qp->srq && __atomic_load_n(&qp->srq->rq.count,
-						       __ATOMIC_RELAXED))))
-			return true;
+		if (!qp)
+			continue;
+		n += __atomic_load_n(&qp->sq_count, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&qp->rq.count, __ATOMIC_RELAXED) ||
+		    (qp->srq &&
+		     __atomic_load_n(&qp->srq->rq.count, __ATOMIC_RELAXED)))
+			n += 2;
 	}
-	return false;
+	return n;
 }
 
 /* Sleep while the application polls; u4v_progress_app_blocks() ends it. */
@@ -287,7 +288,7 @@ static void nap(struct u4v_ctx *ctx, uint64_t ns, uint32_t seq)
 	struct timespec ts = { (time_t)(ns / 1000000000ull),
 			       (long)(ns % 1000000000ull) };
 
-	/* Dekker with u4v_progress_wake(): napping, then nap_seq */
+	/* Dekker with end_nap(): napping, then nap_seq */
 	atomic_store(&ctx->napping, 1);
 	if (atomic_load(&ctx->app_poll_ns) && atomic_load(&ctx->nap_seq) == seq)
 		syscall(SYS_futex, &ctx->nap_seq, FUTEX_WAIT_PRIVATE, seq, &ts,
@@ -296,7 +297,7 @@ static void nap(struct u4v_ctx *ctx, uint64_t ns, uint32_t seq)
 }
 
 /* End the thread's nap (or the one it is about to take): it looks again. */
-void u4v_progress_wake(struct u4v_ctx *ctx)
+static void end_nap(struct u4v_ctx *ctx)
 {
 	atomic_fetch_add(&ctx->nap_seq, 1);
 	if (atomic_load(&ctx->napping))
@@ -308,13 +309,13 @@ void u4v_progress_app_blocks(struct u4v_ctx *ctx)
 {
 	/* the application is about to sleep on an event: take over now */
 	atomic_store(&ctx->app_poll_ns, 0);
-	u4v_progress_wake(ctx);
+	end_nap(ctx);
 }
 
 static void *progress_thread(void *arg)
 {
 	struct u4v_ctx *ctx = arg;
-	uint64_t last_frame = 0;
+	uint64_t last_frame = 0, watched_app = 0;
 
 	/* timed waits should end on time, not 50 us late */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -329,20 +330,30 @@ static void *progress_thread(void *arg)
 		bool app_recent = app + APP_POLL_RECENT_NS > now;
 
 		if (pthread_mutex_trylock(&ctx->progress_lock)) {
-			/*
-			 * Someone moves the context right now. If it is the
-			 * application, nap like below (the work ending wakes us).
-			 */
+			/* someone moves the context right now: the application? */
 			if (app_recent) {
 				nap(ctx, app + APP_POLL_RECENT_NS - now, seq);
 				continue;
 			}
-		} else if (app_recent && app_waits_on_cq(ctx)) {
-			pthread_mutex_unlock(&ctx->progress_lock);
-			/* until that poll is old, or its work is done */
-			nap(ctx, app + APP_POLL_RECENT_NS - now, seq);
-			continue;
 		} else {
+			uint32_t work = app_recent ? app_cq_work(ctx) : 0;
+
+			/*
+			 * An application waiting for much (a bandwidth run,
+			 * posted receives) moves the context with its polls:
+			 * nap until that poll is old. One waiting for one send
+			 * or nothing may next spin on memory for the peer's
+			 * RDMA WRITE (ib_write_lat): look again soon, and
+			 * take over once it has not come back for WATCH_NS.
+			 */
+			if (app_recent && (work || app != watched_app)) {
+				pthread_mutex_unlock(&ctx->progress_lock);
+				if (!work)
+					watched_app = app;
+				nap(ctx, work > 1 ? app + APP_POLL_RECENT_NS - now :
+						    WATCH_NS, seq);
+				continue;
+			}
 			frames = progress_locked(ctx);
 			pthread_mutex_unlock(&ctx->progress_lock);
 		}

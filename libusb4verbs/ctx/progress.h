@@ -15,7 +15,6 @@ int u4v_progress_start(struct u4v_ctx *ctx);
 void u4v_progress_stop(struct u4v_ctx *ctx);
 /* The application is polling: the thread may stay asleep. */
 void u4v_progress_app_poll(struct u4v_ctx *ctx);
-void u4v_progress_wake(struct u4v_ctx *ctx);
 /* The application armed a CQ and may block on its event. */
 void u4v_progress_app_blocks(struct u4v_ctx *ctx);
 /* Receives were posted: frames held for a receive WQE may go on. */

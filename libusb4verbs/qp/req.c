@@ -417,8 +417,5 @@ void u4v_req_complete_ready(struct u4v_qp *qp)
 			u4v_qp_to_error(qp);
 			return;
 		}
-		/* nothing left for the application to poll for here */
-		if (!qp->sq_count && !qp->rq.count && !qp->srq)
-			u4v_progress_wake(qp->ctx);
 	}
 }
