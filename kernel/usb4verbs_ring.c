@@ -199,6 +199,13 @@ static void u4v_half_uncount(struct u4v_half *h, struct u4v_cable *cable)
 		cable->ops->chan_close(h);
 }
 
+/* Tell h's owner that h is stale (its status page). Owner alive. */
+static void u4v_half_mark_stale(struct u4v_half *h)
+{
+	set_bit(h->remote_ctx,
+		(unsigned long *)&h->uctx->status->stale_mask);
+}
+
 /* Under the owner's cable->lock: the remote context of h left. */
 void u4v_half_gone(struct u4v_half *h)
 {
@@ -206,6 +213,7 @@ void u4v_half_gone(struct u4v_half *h)
 
 	mutex_lock(&h->chan->lock);
 	h->gone = true;
+	u4v_half_mark_stale(h);
 	mutex_unlock(&h->chan->lock);
 	u4v_half_uncount(h, cable);
 }
@@ -220,6 +228,9 @@ void u4v_half_kill(struct u4v_half *h)
 	mutex_lock(&chan->lock);
 	h->dead = true;
 	h->uctx = NULL;
+	/* a live peer half (loopback, soft cable) is stale from now on */
+	if (h->peer && h->peer != h && !h->peer->dead)
+		u4v_half_mark_stale(h->peer);
 	chan->nr_alive--;
 	if (chan->self)
 		chan->nr_alive = 0;
@@ -268,6 +279,7 @@ void u4v_half_install(struct u4v_ucontext *uctx, struct u4v_half *h,
 
 	if (old)
 		u4v_half_retire(uctx, old);
+	clear_bit(h->remote_ctx, (unsigned long *)&uctx->status->stale_mask);
 	WRITE_ONCE(uctx->halves[h->remote_ctx], h);
 	if (!notify) {
 		h->accepted = true;

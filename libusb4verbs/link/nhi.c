@@ -431,10 +431,14 @@ static void nhi_tx_doorbell(struct u4l_chan *chan)
 		c->dead = true; /* peer gone: the engine's timers end it */
 }
 
+/* Dead on a failed doorbell, or stale by the kernel's status page. */
 static bool nhi_chan_dead(struct u4l_chan *chan)
 {
-	return __atomic_load_n(&((struct nhi_chan *)chan)->dead,
-			       __ATOMIC_RELAXED);
+	struct nhi_chan *c = (struct nhi_chan *)chan;
+
+	return __atomic_load_n(&c->dead, __ATOMIC_RELAXED) ||
+	       ((__atomic_load_n(&c->dev->status->stale_mask,
+				 __ATOMIC_ACQUIRE) >> c->remote) & 1);
 }
 
 static uint32_t nhi_tx_space(struct u4l_chan *chan)

@@ -428,7 +428,10 @@ static int direct(double secs)
 				 0);
 	report("direct_no_safe_doorbell", r == -EINVAL, "ret=%d", r);
 	test_speed(a, ab, b, ba, secs);
+	/* no system call on direct channels: the status page tells */
 	d->ops->close(d);
+	report("direct_chan_stale", a->ops->chan_dead(ad) &&
+					    !a->ops->chan_dead(ab), NULL);
 	c->ops->close(c);
 	b->ops->close(b);
 	a->ops->close(a);
@@ -636,8 +639,12 @@ int main(int argc, char **argv)
 
 	/* a context leaving is seen by its peer */
 	uint32_t cid = c->ops->ctx_id(c);
+	report("chan_live_not_stale", !a->ops->chan_dead(ac) &&
+					      !a->ops->chan_dead(ab), NULL);
 	c->ops->close(c);
 	report("ctx_leave_seen", !a->ops->ctx_alive(a, cid), NULL);
+	/* the status page says so before any doorbell */
+	report("chan_stale_loopback", a->ops->chan_dead(ac), NULL);
 	/* a channel whose peer left says so (a new connect finds a successor) */
 	r = u4l_nhi_raw_doorbell(a, cid, true, ((struct nhi_chan *)ac)->tx_prod,
 				 false, 0);
@@ -647,6 +654,7 @@ int main(int argc, char **argv)
 	r = u4l_nhi_raw_doorbell(a, bid, true, ((struct nhi_chan *)ab)->tx_prod,
 				 false, 0);
 	report("doorbell_peer_left_cable", r == -ENOLINK, "ret=%d", r);
+	report("chan_stale_cable", a->ops->chan_dead(ab), NULL);
 
 	d->ops->close(d);
 	a->ops->close(a);

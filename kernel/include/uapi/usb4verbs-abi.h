@@ -17,7 +17,7 @@
 #include <rdma/ib_user_ioctl_cmds.h>
 
 /* Provider / kernel ABI version: bump on any incompatible change. */
-#define U4V_ABI_VERSION 3
+#define U4V_ABI_VERSION 4
 
 #define U4V_FRAME_SIZE 4096u /* one frame buffer, no scatter-gather */
 #define U4V_RING_DEPTH_MIN 16u
@@ -103,6 +103,12 @@ struct u4v_status_page {
 	__aligned_u64 alive_mask; /* bit per live context on the cable */
 	__u32 cable_up;	  /* 0 once the cable went away (unplug, logout) */
 	__u32 reserved;
+	/*
+	 * Bit per remote context whose channel with us is stale (that context
+	 * left): nothing sent on it arrives. Cleared when a new channel to
+	 * that id is made (a connect, or the peer's).
+	 */
+	__aligned_u64 stale_mask;
 };
 
 /* The mappings of one channel (one context's side of it). */
