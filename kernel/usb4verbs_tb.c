@@ -71,7 +71,7 @@ struct u4v_tb_peer {
 	struct tb_protocol_handler handler;
 	struct delayed_work login_work;
 	struct work_struct up_work;
-	struct work_struct mask_work;
+	struct delayed_work mask_work; /* (re)send our live set */
 	struct work_struct down_work; /* the peer logged out */
 	struct mutex lock;
 	struct mutex req_lock; /* one request of ours in flight at a time */
@@ -159,10 +159,29 @@ static void u4v_tb_respond(struct u4v_tb_peer *p, const struct u4v_tb_hdr *req,
 /* The channel protocol over XDomain. */
 static int u4v_tb_send(struct u4v_cable *cable, struct u4v_msg *m)
 {
+	struct u4v_tb_peer *p = cable->priv;
 	u32 type = m->type;
-	int ret = u4v_tb_request(cable->priv, U4V_TB_MSG, m);
+	int ret = u4v_tb_request(p, U4V_TB_MSG, m);
 
-	return ret ?: (m->type == type ? 0 : -EPROTO);
+	ret = ret ?: (m->type == type ? 0 : -EPROTO);
+	/* a lost live set is sent again (its ids stay quarantined till then) */
+	if (type == U4V_MSG_MASK && (ret || m->status))
+		schedule_delayed_work(&p->mask_work,
+				      msecs_to_jiffies(U4V_TB_LOGIN_DELAY_MS));
+	return ret;
+}
+
+/* The peer's cable, referenced (NULL when it is not up). */
+static struct u4v_cable *u4v_tb_cable_get(struct u4v_tb_peer *p)
+{
+	struct u4v_cable *cable;
+
+	mutex_lock(&p->lock);
+	cable = p->cable;
+	if (cable)
+		kref_get(&cable->ref);
+	mutex_unlock(&p->lock);
+	return cable;
 }
 
 static void u4v_tb_rx_work(struct work_struct *work)
@@ -173,11 +192,7 @@ static void u4v_tb_rx_work(struct work_struct *work)
 	struct u4v_cable *cable;
 	bool first = false;
 
-	mutex_lock(&p->lock);
-	cable = p->cable;
-	if (cable)
-		kref_get(&cable->ref);
-	mutex_unlock(&p->lock);
+	cable = u4v_tb_cable_get(p);
 	if (cable) {
 		first = m->type == U4V_MSG_MASK && !READ_ONCE(cable->remote_seq);
 		u4v_proto_recv(cable, m);
@@ -190,7 +205,7 @@ static void u4v_tb_rx_work(struct work_struct *work)
 	 * from elsewhere: this queue must never wait for the peer's.
 	 */
 	if (first)
-		schedule_work(&p->mask_work);
+		schedule_delayed_work(&p->mask_work, 0);
 	if (cable)
 		u4v_cable_put(cable);
 	kfree(rx);
@@ -484,10 +499,14 @@ static void u4v_tb_down(struct u4v_tb_peer *p)
 static void u4v_tb_mask_work(struct work_struct *work)
 {
 	struct u4v_tb_peer *p =
-		container_of(work, struct u4v_tb_peer, mask_work);
+		container_of(work, struct u4v_tb_peer, mask_work.work);
+	struct u4v_cable *cable;
 
-	if (p->cable)
-		u4v_proto_send_mask(p->cable);
+	cable = u4v_tb_cable_get(p);
+	if (cable) {
+		u4v_proto_send_mask(cable);
+		u4v_cable_put(cable);
+	}
 }
 
 static void u4v_tb_up_work(struct work_struct *work)
@@ -499,7 +518,7 @@ static void u4v_tb_up_work(struct work_struct *work)
 		u4v_tb_up(p);
 		/* tell the peer our live set, so it tells us its own */
 		if (p->cable)
-			schedule_work(&p->mask_work);
+			schedule_delayed_work(&p->mask_work, 0);
 	}
 	mutex_unlock(&p->lock);
 }
@@ -615,7 +634,7 @@ static int u4v_tb_probe(struct tb_service *svc, const struct tb_service_id *id)
 	mutex_init(&p->req_lock);
 	INIT_DELAYED_WORK(&p->login_work, u4v_tb_login_work);
 	INIT_WORK(&p->up_work, u4v_tb_up_work);
-	INIT_WORK(&p->mask_work, u4v_tb_mask_work);
+	INIT_DELAYED_WORK(&p->mask_work, u4v_tb_mask_work);
 	INIT_WORK(&p->down_work, u4v_tb_down_work);
 	/* ordered: MASKs are applied in the order they arrive */
 	p->wq = alloc_ordered_workqueue("u4v-tb", 0);
@@ -649,7 +668,7 @@ static void u4v_tb_remove(struct tb_service *svc)
 	cancel_delayed_work_sync(&p->login_work);
 	cancel_work_sync(&p->up_work);
 	destroy_workqueue(p->wq); /* its works may queue mask_work */
-	cancel_work_sync(&p->mask_work);
+	cancel_delayed_work_sync(&p->mask_work);
 	mutex_lock(&p->lock);
 	u4v_tb_down(p);
 	mutex_unlock(&p->lock);
