@@ -402,9 +402,7 @@ if [ "$quick" -eq 1 ]; then
 	CMP_BYTES=$((256 << 20))
 	CMP_RATES=("$rate")
 	EV_ITERS=2048
-	# perftest's default: the first ~200 round trips of a fresh pair take
-	# ~20 us each (not understood yet), so 200 would report that
-	LAT_ITERS=1000
+	LAT_ITERS=1000 # perftest's default
 	CG_N=(5000)
 else
 	SIZES=(64 256 1024 4096 16384 65536 262144 1048576)

@@ -152,6 +152,16 @@ static struct sim_chan_h *handle_new(struct sim_dev *dev, uint32_t idx)
 	h->tx_snap.seq = h->rx_snap.seq = 1; /* odd: never a valid seq */
 	sim_ring_layout(s, idx, 0, &h->ring[0]);
 	sim_ring_layout(s, idx, 1, &h->ring[1]);
+#ifdef MADV_POPULATE_WRITE
+	/*
+	 * The rings were punched out when the slot was taken: fault them in
+	 * now rather than one page per frame during the first ring pass
+	 * (~20 us a round trip for the first ~200 messages otherwise).
+	 * Contents are untouched; failure only costs those faults.
+	 */
+	madvise((char *)h->c + SIM_PAGE, s->chan_stride - SIM_PAGE,
+		MADV_POPULATE_WRITE);
+#endif
 	return h;
 }
 
