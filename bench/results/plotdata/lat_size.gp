@@ -4,7 +4,7 @@ set key below
 set grid
 set bmargin 6
 set tmargin 4
-set label 99 "usb4verbs 0568b79ff276 | full | 2 CPUs AMD EPYC | kernel 6.18.44-fc-v657 | cable 20 Gb/s" at screen 0.01,0.975 font "sans,7"
+set label 99 "usb4verbs e7c84aa76826 | full | 2 CPUs AMD EPYC | kernel 6.18.44-fc-v657 | cable 20 Gb/s" at screen 0.01,0.975 font "sans,7"
 set title "Latency vs message size (one-way, perftest typical; median of reps, bars = min..max)"
 set logscale xy
 set format x '%.0s%cB'
