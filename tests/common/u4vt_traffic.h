@@ -173,10 +173,13 @@ static inline void tr_unmap(void *p, size_t len)
 		munmap(p, len ? len : 1);
 }
 
-/* RESET -> INIT -> RTR -> RTS without cmocka; 0 or an errno value. */
+/*
+ * RESET -> INIT -> RTR -> RTS without cmocka, both PSNs psn; 0 or an
+ * errno value.
+ */
 static inline int tr_connect(struct u4v_qp *qp, enum ibv_qp_type type,
-			     uint32_t remote, uint8_t timeout, uint8_t retry,
-			     uint8_t rnr_retry, int access)
+			     uint32_t remote, uint32_t psn, uint8_t timeout,
+			     uint8_t retry, uint8_t rnr_retry, int access)
 {
 	struct ibv_qp_attr a;
 	int mask, ret;
@@ -200,7 +203,7 @@ static inline int tr_connect(struct u4v_qp *qp, enum ibv_qp_type type,
 	if (type != IBV_QPT_UD) {
 		a.path_mtu = IBV_MTU_4096;
 		a.dest_qp_num = remote;
-		a.rq_psn = 0x777;
+		a.rq_psn = psn;
 		a.ah_attr.port_num = 1;
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			IBV_QP_RQ_PSN;
@@ -215,7 +218,7 @@ static inline int tr_connect(struct u4v_qp *qp, enum ibv_qp_type type,
 		return ret;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0x777;
+	a.sq_psn = psn;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (type == IBV_QPT_RC) {
 		a.timeout = timeout;
@@ -357,10 +360,10 @@ static inline int tr_setup_qp(struct tr_run *t, struct tr_qp *p, int q)
 	init.cap.max_recv_wr = p->rq;
 	if ((ret = u4v_create_qp(t->pd_b, &init, &p->qb)))
 		return ret;
-	if ((ret = tr_connect(p->qa, IBV_QPT_RC, u4v_qp_num(p->qb),
+	if ((ret = tr_connect(p->qa, IBV_QPT_RC, u4v_qp_num(p->qb), 0x777,
 			      t->c.timeout, t->c.retry_cnt, t->c.rnr_retry,
 			      acc)) ||
-	    (ret = tr_connect(p->qb, IBV_QPT_RC, u4v_qp_num(p->qa),
+	    (ret = tr_connect(p->qb, IBV_QPT_RC, u4v_qp_num(p->qa), 0x777,
 			      t->c.timeout, t->c.retry_cnt, t->c.rnr_retry,
 			      acc)))
 		return ret;

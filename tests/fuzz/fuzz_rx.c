@@ -24,6 +24,7 @@
 #include <usb4verbs/engine.h>
 #include <usb4verbs/link.h>
 
+#include "u4vt_traffic.h"
 #include "wire/wire.h"
 
 #define REMOTE_CTX 1u
@@ -244,54 +245,13 @@ static void die(void)
 
 static void connect(struct u4v_qp *qp, enum ibv_qp_type type, uint32_t rq)
 {
-	struct ibv_qp_attr a;
-	int mask;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RESET;
-	if (u4v_modify_qp(qp, &a, IBV_QP_STATE))
-		die();
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = QKEY;
-	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-	mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-	       (type == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS);
-	if (u4v_modify_qp(qp, &a, mask))
-		die();
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	mask = IBV_QP_STATE;
-	if (type != IBV_QPT_UD) {
-		a.path_mtu = IBV_MTU_4096;
-		a.dest_qp_num = rq;
-		a.rq_psn = 0;
-		a.ah_attr.port_num = 1;
-		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			IBV_QP_RQ_PSN;
-		if (type == IBV_QPT_RC) {
-			a.max_dest_rd_atomic = 16;
-			a.min_rnr_timer = 1;
-			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
-				IBV_QP_MIN_RNR_TIMER;
-		}
-	}
-	if (u4v_modify_qp(qp, &a, mask))
-		die();
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (type == IBV_QPT_RC) {
-		a.timeout = 1;
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
-		a.max_rd_atomic = 16;
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC;
-	}
-	if (u4v_modify_qp(qp, &a, mask))
+	if (u4v_modify_qp(qp, &a, IBV_QP_STATE) ||
+	    tr_connect(qp, type, rq, 0, 1, 7, 7,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			       IBV_ACCESS_REMOTE_READ |
+			       IBV_ACCESS_REMOTE_ATOMIC))
 		die();
 }
 
