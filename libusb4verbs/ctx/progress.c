@@ -21,7 +21,7 @@
 #include "wire/opcode.h"
 
 /*
- * An application that posted or polled a CQ in the last 0.5 ms, and waits
+ * An application that polled a CQ in the last 0.5 ms, and waits
  * for much, moves the context itself: the thread naps until that poll is
  * 0.5 ms old (ended early when a CQ is armed). Shorter naps cost a third
  * of unthrottled bandwidth on a 2-core machine. One that waits for a

@@ -141,8 +141,6 @@ int u4v_post_send(struct u4v_qp *qp, struct ibv_send_wr *wr,
 
 	if (!qp || !wr)
 		return EINVAL;
-	/* an application that posts moves the context itself soon */
-	u4v_progress_app_poll(qp->ctx);
 	pthread_mutex_lock(&qp->lock);
 	switch (qp->state) {
 	case IBV_QPS_RTS:
