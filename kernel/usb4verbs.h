@@ -27,15 +27,10 @@
 #include "include/uapi/usb4verbs-abi.h"
 
 #define U4V_DRV_NAME "usb4verbs"
-/* sysfs abi_version libibverbs matches providers on (not U4V_ABI_VERSION) */
-#define U4V_UVERBS_ABI 1
 
 /* Private Thunderbolt definitions (not exported by 6.1 headers). */
 #define U4V_NHI_REG_TX_RING_BASE 0x00000
 #define U4V_NHI_REG_RX_RING_BASE 0x08000
-#define U4V_NHI_RING_SLOT_SIZE 16
-#define U4V_NHI_REG_HOP_COUNT 0x39640
-#define U4V_NHI_RING_PROD_CONS 8 /* TX: prod << 16; RX: cons */
 
 /* Module parameters (usb4verbs_main.c). */
 extern unsigned int u4v_ring_depth;
@@ -44,36 +39,26 @@ extern bool u4v_allow_direct;
 extern unsigned int u4v_tb_channels;
 
 struct u4v_cable;
-struct u4v_dev;
 struct u4v_ucontext;
-struct u4v_half;
 
 enum u4v_buf_kind {
-	U4V_BUF_PAGES,	/* alloc_pages_exact: soft cable, shadow, status */
+	U4V_BUF_PAGES,	  /* alloc_pages_exact: soft cable, shadow, status */
 	U4V_BUF_COHERENT, /* dma_alloc_coherent on the NHI */
-	U4V_BUF_EXTERN,	/* memory owned elsewhere (tb_ring descriptors) */
-	U4V_BUF_IO,	/* an MMIO page (NHI ring registers), dma = phys */
+	U4V_BUF_EXTERN,	  /* memory owned elsewhere (tb_ring descriptors) */
+	U4V_BUF_IO,	  /* an MMIO page (NHI ring registers), dma = phys */
 };
 
 struct u4v_buf {
 	struct rdma_user_mmap_entry rdma;
 	enum u4v_buf_kind kind;
+	bool writable;
 	void *kva;
 	dma_addr_t dma;
-	struct device *dma_dev;
 	size_t size;
-	bool writable;
-	/* called from mmap_free for U4V_BUF_EXTERN */
-	void (*release)(struct u4v_buf *buf);
+	struct device *dma_dev;
+	/* U4V_BUF_EXTERN: called from mmap_free with release_arg */
+	void (*release)(void *arg);
 	void *release_arg;
-};
-
-/* Per-position metadata the kernel keeps for TX (never re-read from user). */
-struct u4v_tx_meta {
-	u32 off; /* byte offset in the TX pool */
-	u16 len;
-	u8 sof;
-	u8 eof;
 };
 
 struct u4v_half {
@@ -83,21 +68,19 @@ struct u4v_half {
 	u32 remote_ctx;
 	u32 depth;
 	bool dead;
-	bool gone;     /* the remote context left (cross-end channels) */
-	bool counted;  /* holds one unit of its cable's budget */
-	bool direct;   /* the owner writes descriptors and doorbells */
-	bool accepted; /* the owner has seen it (chan_get/accept) */
+	bool gone;    /* the remote context left (cross-end channels) */
+	bool counted; /* holds one unit of its cable's budget */
+	bool direct;  /* the owner writes descriptors and doorbells */
 	u32 tx_hop, rx_hop; /* register slots (direct mode) */
 	u32 *tx_db, *rx_db; /* soft cable: the slots in the owner's pages */
-	struct list_head pending; /* uctx->pending_chans until accepted */
+	struct list_head pending; /* uctx->pending_chans until told */
 
-	struct u4v_buf *buf[U4V_MAP_NR];
+	struct u4v_buf *buf[U4V_MAP_TX_DB]; /* the half's own mappings */
 	struct u4v_desc *tx_desc;
 	struct u4v_desc *rx_desc;
 	struct u4v_shadow_desc *shadow;
 	u8 *tx_pool;
 	u8 *rx_pool;
-	struct u4v_tx_meta *tx_meta;
 
 	/* free-running indices, under chan->lock */
 	u32 tx_prod; /* positions validated and posted */
@@ -105,17 +88,15 @@ struct u4v_half {
 	u32 rx_rel;  /* positions userspace gave back */
 	u32 rx_done; /* positions completed (frame delivered) */
 
-	/* Thunderbolt rings, HopIDs and paths (tb.c); NULL on the soft cable */
-	void *hw;
+	void *hw; /* Thunderbolt rings, HopIDs and paths (tb.c) */
 };
 
 struct u4v_chan {
 	struct mutex lock;
 	struct u4v_cable *cable;
 	struct u4v_half side[2];
-	bool loopback;	/* same end: no budget, no hardware */
-	bool self;	/* one context to itself: side[0] only */
-	int nr_alive;	/* halves whose owner is still alive */
+	bool loopback; /* same end: no budget, no hardware */
+	int nr_alive;  /* halves whose owner is still alive */
 };
 
 /*
@@ -133,15 +114,15 @@ enum u4v_msg_type {
 
 struct u4v_msg {
 	u32 type;
-	s32 status; /* reply: 0 or -errno */
-	u32 a;	    /* context id at end 0 */
-	u32 b;	    /* context id at end 1 */
-	u32 depth;  /* OPEN: ring depth, both ends must agree */
-	u32 hop;    /* OPEN: sender's RX HopID; reply: the responder's */
+	s32 status;  /* reply: 0 or -errno */
+	u32 a;	     /* context id at end 0 */
+	u32 b;	     /* context id at end 1 */
+	u32 depth;   /* OPEN, LOGIN: ring depth, both ends must agree */
+	u32 hop;     /* OPEN: sender's RX HopID; reply: the responder's */
 	u32 version; /* Thunderbolt LOGIN: protocol version */
 	u32 reserved;
-	u64 mask;   /* MASK: bit per live context of the sender */
-	u64 seq;    /* MASK: newer wins */
+	u64 mask;    /* MASK: bit per live context of the sender */
+	u64 seq;     /* MASK: newer wins */
 };
 
 struct u4v_cable_ops {
@@ -149,17 +130,17 @@ struct u4v_cable_ops {
 	int (*send)(struct u4v_cable *cable, struct u4v_msg *m);
 	/* end 0: resources of half h before OPEN (fills m->hop) */
 	int (*chan_open)(struct u4v_half *h, struct u4v_msg *m);
-	/* end 0: OPEN was accepted; end 1: join the channel OPEN describes */
+	/* end 0: OPEN was accepted; start h's hardware */
 	int (*chan_connect)(struct u4v_half *h, struct u4v_msg *m);
+	/* end 1: our half of the channel OPEN describes */
 	struct u4v_half *(*chan_join)(struct u4v_cable *cable,
 				      struct u4v_ucontext *owner,
 				      struct u4v_msg *m);
 	void (*chan_close)(struct u4v_half *h);
-	/* new TX positions posted on half h */
+	/* new TX positions posted / RX positions given back on half h */
 	void (*tx_kick)(struct u4v_half *h);
-	/* RX positions given back on half h */
 	void (*rx_kick)(struct u4v_half *h);
-	/* direct mode: doorbell page rx (0 TX, 1 RX) of uctx (NULL: soft) */
+	/* direct mode: the TX (rx = 0) or RX doorbell page of uctx */
 	struct u4v_buf *(*db_alloc)(struct u4v_ucontext *uctx, int rx);
 };
 
@@ -187,7 +168,6 @@ struct u4v_cable {
 struct u4v_dev {
 	struct ib_device ibdev;
 	struct u4v_cable *cable;
-	u32 end;
 	u64 guid;
 	struct device *dma_dev; /* NHI PCI device, or NULL */
 	atomic_t nr_pd, nr_cq, nr_qp, nr_mr;
@@ -211,40 +191,14 @@ struct u4v_ucontext {
 	struct list_head cqs;
 };
 
-struct u4v_pd {
-	struct ib_pd ibpd;
-};
-
-struct u4v_cq {
-	struct ib_cq ibcq;
-	struct list_head node; /* uctx->cqs */
-	struct u4v_ucontext *uctx;
-	bool armed;
-};
-
-struct u4v_qp {
-	struct ib_qp ibqp;
-	enum ib_qp_state state;
-	u32 dest_qpn;
-};
-
-struct u4v_mr {
-	struct ib_mr ibmr;
-};
-
-static inline struct u4v_dev *to_u4v_dev(struct ib_device *ibdev)
-{
-	return container_of(ibdev, struct u4v_dev, ibdev);
-}
-
 static inline struct u4v_ucontext *to_u4v_uctx(struct ib_ucontext *uc)
 {
 	return container_of(uc, struct u4v_ucontext, ibuc);
 }
 
-static inline struct u4v_buf *to_u4v_buf(struct rdma_user_mmap_entry *e)
+static inline struct u4v_cable *u4v_cable_of(struct u4v_ucontext *uctx)
 {
-	return container_of(e, struct u4v_buf, rdma);
+	return uctx->dev->cable;
 }
 
 /* Context ids: end 0 has the low half of the id space, end 1 the high. */
@@ -283,28 +237,27 @@ void u4v_proto_recv(struct u4v_cable *cable, struct u4v_msg *m);
 void u4v_proto_send_mask(struct u4v_cable *cable);
 
 /* usb4verbs_ib.c */
-struct u4v_dev *u4v_dev_create(struct u4v_cable *cable, u32 end,
-			       struct device *dma_dev, u64 guid);
-int u4v_dev_register(struct u4v_dev *dev, const char *name);
-void u4v_dev_destroy(struct u4v_dev *dev);
+struct u4v_dev *u4v_dev_add(struct u4v_cable *cable, struct device *dma_dev,
+			    u64 guid);
+void u4v_dev_remove(struct u4v_dev *dev);
 void u4v_ctx_signal_cqs(struct u4v_ucontext *uctx);
 
 /* usb4verbs_ring.c */
 struct u4v_buf *u4v_buf_alloc(struct u4v_ucontext *uctx, size_t size,
 			      bool writable);
+int u4v_buf_insert(struct u4v_ucontext *uctx, struct u4v_buf *buf);
 void u4v_buf_remove(struct u4v_buf *buf);
 void u4v_buf_free(struct u4v_buf *buf);
 int u4v_chan_new(struct u4v_ucontext *owner, u32 remote,
 		 struct u4v_half **out);
 int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
-		  struct u4v_ucontext *owner, u32 remote, u32 depth);
+		  struct u4v_ucontext *owner, u32 remote);
 void u4v_half_kill(struct u4v_half *h);
 void u4v_half_gone(struct u4v_half *h);
 void u4v_half_install(struct u4v_ucontext *uctx, struct u4v_half *h,
 		      bool notify);
 int u4v_chan_get(struct u4v_ucontext *uctx, u32 remote,
 		 struct u4v_chan_info *info);
-int u4v_chan_accept(struct u4v_ucontext *uctx, struct u4v_chan_info *info);
 int u4v_doorbell(struct u4v_ucontext *uctx, u32 remote, bool has_tx,
 		 u32 tx_prod, bool has_rx, u32 rx_cons);
 void u4v_ctx_release_chans(struct u4v_ucontext *uctx);
@@ -312,9 +265,9 @@ void u4v_half_wake(struct u4v_half *h, bool rx);
 bool u4v_direct_poll(struct u4v_half *h);
 
 /* usb4verbs_soft.c */
-void u4v_soft_pump(struct u4v_half *from, u32 *delivered, u32 *completed);
-int u4v_soft_engine_start(struct u4v_cable **ends);
-void u4v_soft_engine_stop(void);
+void u4v_soft_pump(struct u4v_half *tx, u32 *delivered, u32 *completed);
+int u4v_soft_cable_create(void);
+void u4v_soft_cable_destroy(void);
 void u4v_soft_engine_wake(void);
 
 /* usb4verbs_tb.c */

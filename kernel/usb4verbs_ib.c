@@ -32,6 +32,36 @@
 #define U4V_VENDOR_ID 0x8086
 #define U4V_VENDOR_PART_ID 0x4b34
 
+struct u4v_pd {
+	struct ib_pd ibpd;
+};
+
+struct u4v_cq {
+	struct ib_cq ibcq;
+	struct list_head node; /* uctx->cqs */
+	struct u4v_ucontext *uctx;
+	bool armed;
+};
+
+struct u4v_qp {
+	struct ib_qp ibqp;
+	enum ib_qp_state state;
+};
+
+static struct u4v_dev *to_u4v_dev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct u4v_dev, ibdev);
+}
+
+/* Count one more object against a limit the kernel enforces. */
+static int u4v_take(atomic_t *nr, int max)
+{
+	if (atomic_inc_return(nr) <= max)
+		return 0;
+	atomic_dec(nr);
+	return -ENOMEM;
+}
+
 static int u4v_query_device(struct ib_device *ibdev,
 			    struct ib_device_attr *attr,
 			    struct ib_udata *udata)
@@ -141,32 +171,14 @@ static void u4v_get_dev_fw_str(struct ib_device *ibdev, char *str)
 
 /* Contexts */
 
-/*
- * Direct mode's doorbell pages: the NHI's ring register pages on a
- * Thunderbolt cable, kernel pages the soft DMA engine scans otherwise.
- */
-static int u4v_ctx_alloc_db(struct u4v_ucontext *uctx)
-{
-	const struct u4v_cable_ops *ops = uctx->dev->cable->ops;
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		uctx->db[i] = ops->db_alloc ? ops->db_alloc(uctx, i) :
-					      u4v_buf_alloc(uctx, PAGE_SIZE, true);
-		if (!uctx->db[i])
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static void u4v_ctx_free_bufs(struct u4v_ucontext *uctx)
+/* What a context holds besides its id (also the error path). */
+static void u4v_ctx_put_res(struct u4v_ucontext *uctx)
 {
 	u4v_buf_remove(uctx->db[0]);
 	u4v_buf_remove(uctx->db[1]);
 	u4v_buf_remove(uctx->status_buf);
-	uctx->db[0] = NULL;
-	uctx->db[1] = NULL;
-	uctx->status_buf = NULL;
+	if (uctx->evfd)
+		eventfd_ctx_put(uctx->evfd);
 }
 
 static int u4v_alloc_ucontext(struct ib_ucontext *ibuc,
@@ -174,11 +186,12 @@ static int u4v_alloc_ucontext(struct ib_ucontext *ibuc,
 {
 	struct u4v_ucontext *uctx = to_u4v_uctx(ibuc);
 	struct u4v_dev *dev = to_u4v_dev(ibuc->device);
+	const struct u4v_cable_ops *ops = dev->cable->ops;
 	struct u4v_alloc_ucontext_resp resp = {};
-	struct u4v_alloc_ucontext_req req = {};
-	int ret;
+	struct u4v_alloc_ucontext_req req;
+	int i, ret;
 
-	if (udata->inlen < sizeof(req))
+	if (udata->inlen < sizeof(req) || udata->outlen < sizeof(resp))
 		return -EINVAL;
 	ret = ib_copy_from_udata(&req, udata, sizeof(req));
 	if (ret)
@@ -188,21 +201,15 @@ static int u4v_alloc_ucontext(struct ib_ucontext *ibuc,
 			  req.abi_version, U4V_ABI_VERSION);
 		return -EPROTO;
 	}
-	if (udata->outlen < sizeof(resp))
-		return -EINVAL;
-
+	uctx->direct = req.flags & U4V_UCTX_REQ_DIRECT;
+	/* writable rings hand out the controller's DMA */
+	if (uctx->direct && (!u4v_allow_direct || !capable(CAP_SYS_RAWIO)))
+		return -EPERM;
 	uctx->dev = dev;
 	INIT_LIST_HEAD(&uctx->pending_chans);
 	INIT_LIST_HEAD(&uctx->graveyard);
 	INIT_LIST_HEAD(&uctx->cqs);
 	spin_lock_init(&uctx->cq_lock);
-
-	if (req.flags & U4V_UCTX_REQ_DIRECT) {
-		/* Writable rings hand out the controller's DMA. */
-		if (!u4v_allow_direct || !capable(CAP_SYS_RAWIO))
-			return -EPERM;
-		uctx->direct = true;
-	}
 	if (req.event_fd >= 0) {
 		uctx->evfd = eventfd_ctx_fdget(req.event_fd);
 		if (IS_ERR(uctx->evfd)) {
@@ -211,24 +218,26 @@ static int u4v_alloc_ucontext(struct ib_ucontext *ibuc,
 			return ret;
 		}
 	}
+	ret = -ENOMEM;
 	uctx->status_buf = u4v_buf_alloc(uctx, PAGE_SIZE, false);
-	if (!uctx->status_buf) {
-		ret = -ENOMEM;
-		goto err_evfd;
-	}
+	if (!uctx->status_buf)
+		goto err;
 	uctx->status = uctx->status_buf->kva;
 	uctx->status->abi_version = U4V_ABI_VERSION;
-	ret = uctx->direct ? u4v_ctx_alloc_db(uctx) : 0;
-	if (ret)
-		goto err_status;
-
+	/* direct: the NHI's ring register pages, or pages the soft engine scans */
+	for (i = 0; uctx->direct && i < 2; i++) {
+		uctx->db[i] = ops->db_alloc ? ops->db_alloc(uctx, i) :
+			      u4v_buf_alloc(uctx, PAGE_SIZE, true);
+		if (!uctx->db[i])
+			goto err;
+	}
 	ret = u4v_ctx_attach(uctx);
 	if (ret)
-		goto err_status;
+		goto err;
 
 	resp.abi_version = U4V_ABI_VERSION;
 	resp.ctx_id = uctx->ctx_id;
-	resp.end = dev->end;
+	resp.end = dev->cable->end;
 	resp.ring_depth = u4v_ring_depth;
 	resp.max_channels = dev->cable->max_channels;
 	resp.mode = uctx->direct ? U4V_MODE_DIRECT : U4V_MODE_SAFE;
@@ -237,30 +246,18 @@ static int u4v_alloc_ucontext(struct ib_ucontext *ibuc,
 	resp.node_guid = dev->guid;
 	resp.wire_rate = dev->cable->wire_rate;
 	ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
-	if (ret)
-		goto err_detach;
-	return 0;
-
-err_detach:
+	if (!ret)
+		return 0;
 	u4v_ctx_detach(uctx);
-err_status:
-	u4v_ctx_free_bufs(uctx);
-err_evfd:
-	if (uctx->evfd)
-		eventfd_ctx_put(uctx->evfd);
-	uctx->evfd = NULL;
+err:
+	u4v_ctx_put_res(uctx);
 	return ret;
 }
 
 static void u4v_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
-	struct u4v_ucontext *uctx = to_u4v_uctx(ibuc);
-
-	u4v_ctx_detach(uctx);
-	u4v_ctx_free_bufs(uctx);
-	if (uctx->evfd)
-		eventfd_ctx_put(uctx->evfd);
-	uctx->evfd = NULL;
+	u4v_ctx_detach(to_u4v_uctx(ibuc));
+	u4v_ctx_put_res(to_u4v_uctx(ibuc));
 }
 
 /* Applications still hold the device: uverbs zaps our mappings itself. */
@@ -277,7 +274,7 @@ static int u4v_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 	e = rdma_user_mmap_entry_get(ibuc, vma);
 	if (!e)
 		return -EINVAL;
-	buf = to_u4v_buf(e);
+	buf = container_of(e, struct u4v_buf, rdma);
 	if (!buf->writable) {
 		if (vma->vm_flags & VM_WRITE) {
 			ret = -EPERM;
@@ -305,20 +302,14 @@ out:
 
 static void u4v_mmap_free(struct rdma_user_mmap_entry *e)
 {
-	u4v_buf_free(to_u4v_buf(e));
+	u4v_buf_free(container_of(e, struct u4v_buf, rdma));
 }
 
 /* PD */
 
 static int u4v_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	struct u4v_dev *dev = to_u4v_dev(ibpd->device);
-
-	if (atomic_inc_return(&dev->nr_pd) > U4V_K_MAX_PD) {
-		atomic_dec(&dev->nr_pd);
-		return -ENOMEM;
-	}
-	return 0;
+	return u4v_take(&to_u4v_dev(ibpd->device)->nr_pd, U4V_K_MAX_PD);
 }
 
 static int u4v_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
@@ -341,10 +332,8 @@ static int u4v_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		return -EOPNOTSUPP;
 	if (attr->flags || attr->cqe < 1 || attr->cqe > U4V_K_MAX_CQE)
 		return -EINVAL;
-	if (atomic_inc_return(&dev->nr_cq) > U4V_K_MAX_CQ) {
-		atomic_dec(&dev->nr_cq);
+	if (u4v_take(&dev->nr_cq, U4V_K_MAX_CQ))
 		return -ENOMEM;
-	}
 	uctx = rdma_udata_to_drv_context(udata, struct u4v_ucontext, ibuc);
 	ibcq->cqe = attr->cqe;
 	cq->uctx = uctx;
@@ -410,23 +399,16 @@ static int u4v_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	if (!udata)
 		return -EOPNOTSUPP;
-	switch (init->qp_type) {
-	case IB_QPT_RC:
-	case IB_QPT_UC:
-	case IB_QPT_UD:
-		break;
-	default:
+	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
+	    init->qp_type != IB_QPT_UD)
 		return -EOPNOTSUPP;
-	}
 	if (init->cap.max_send_wr > U4V_K_MAX_QP_WR ||
 	    init->cap.max_recv_wr > U4V_K_MAX_QP_WR ||
 	    init->cap.max_send_sge > U4V_K_MAX_SGE ||
 	    init->cap.max_recv_sge > U4V_K_MAX_SGE)
 		return -EINVAL;
-	if (atomic_inc_return(&dev->nr_qp) > U4V_K_MAX_QP) {
-		atomic_dec(&dev->nr_qp);
+	if (u4v_take(&dev->nr_qp, U4V_K_MAX_QP))
 		return -ENOMEM;
-	}
 	qpn = ida_alloc_range(&dev->qpn_ida, 2, 0xffffff, GFP_KERNEL);
 	if (qpn < 0) {
 		atomic_dec(&dev->nr_qp);
@@ -444,8 +426,6 @@ static int u4v_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 
 	if (mask & IB_QP_STATE)
 		qp->state = attr->qp_state;
-	if (mask & IB_QP_DEST_QPN)
-		qp->dest_qpn = attr->dest_qp_num;
 	return 0;
 }
 
@@ -458,7 +438,6 @@ static int u4v_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	memset(init, 0, sizeof(*init));
 	attr->qp_state = qp->state;
 	attr->cur_qp_state = qp->state;
-	attr->dest_qp_num = qp->dest_qpn;
 	attr->path_mtu = IB_MTU_4096;
 	init->qp_type = ibqp->qp_type;
 	return 0;
@@ -480,32 +459,28 @@ static struct ib_mr *u4v_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 				     struct ib_udata *udata)
 {
 	struct u4v_dev *dev = to_u4v_dev(pd->device);
-	struct u4v_mr *mr;
-	u32 key;
+	struct ib_mr *mr;
 
 	if (!length || start + length < start)
 		return ERR_PTR(-EINVAL);
-	if (atomic_inc_return(&dev->nr_mr) > U4V_K_MAX_MR) {
-		atomic_dec(&dev->nr_mr);
+	if (u4v_take(&dev->nr_mr, U4V_K_MAX_MR))
 		return ERR_PTR(-ENOMEM);
-	}
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr) {
 		atomic_dec(&dev->nr_mr);
 		return ERR_PTR(-ENOMEM);
 	}
-	key = (u32)atomic_inc_return(&dev->mr_key) << 8;
-	mr->ibmr.lkey = key;
-	mr->ibmr.rkey = key;
-	mr->ibmr.iova = virt;
-	mr->ibmr.length = length;
-	return &mr->ibmr;
+	mr->lkey = (u32)atomic_inc_return(&dev->mr_key) << 8;
+	mr->rkey = mr->lkey;
+	mr->iova = virt;
+	mr->length = length;
+	return mr;
 }
 
 static int u4v_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	atomic_dec(&to_u4v_dev(ibmr->device)->nr_mr);
-	kfree(container_of(ibmr, struct u4v_mr, ibmr));
+	kfree(ibmr);
 	return 0;
 }
 
@@ -528,23 +503,6 @@ static int UVERBS_HANDLER(U4V_METHOD_CHAN_GET)(struct uverbs_attr_bundle *attrs)
 	if (ret)
 		return ret;
 	return uverbs_copy_to(attrs, U4V_ATTR_CHAN_GET_INFO, &info,
-			      sizeof(info));
-}
-
-static int
-UVERBS_HANDLER(U4V_METHOD_CHAN_ACCEPT)(struct uverbs_attr_bundle *attrs)
-{
-	struct u4v_chan_info info;
-	struct ib_ucontext *ibuc;
-	int ret;
-
-	ibuc = ib_uverbs_get_ucontext(attrs);
-	if (IS_ERR(ibuc))
-		return PTR_ERR(ibuc);
-	ret = u4v_chan_accept(to_u4v_uctx(ibuc), &info);
-	if (ret)
-		return ret;
-	return uverbs_copy_to(attrs, U4V_ATTR_CHAN_ACCEPT_INFO, &info,
 			      sizeof(info));
 }
 
@@ -594,11 +552,6 @@ DECLARE_UVERBS_NAMED_METHOD(U4V_METHOD_CHAN_GET,
 						UVERBS_ATTR_TYPE(struct u4v_chan_info),
 						UA_MANDATORY));
 
-DECLARE_UVERBS_NAMED_METHOD(U4V_METHOD_CHAN_ACCEPT,
-			    UVERBS_ATTR_PTR_OUT(U4V_ATTR_CHAN_ACCEPT_INFO,
-						UVERBS_ATTR_TYPE(struct u4v_chan_info),
-						UA_MANDATORY));
-
 DECLARE_UVERBS_NAMED_METHOD(U4V_METHOD_DOORBELL,
 			    UVERBS_ATTR_PTR_IN(U4V_ATTR_DOORBELL_REMOTE,
 					       UVERBS_ATTR_TYPE(u32),
@@ -617,7 +570,6 @@ DECLARE_UVERBS_NAMED_METHOD(U4V_METHOD_CQ_SIGNAL,
 
 ADD_UVERBS_METHODS(u4v_device_methods, UVERBS_OBJECT_DEVICE,
 		   &UVERBS_METHOD(U4V_METHOD_CHAN_GET),
-		   &UVERBS_METHOD(U4V_METHOD_CHAN_ACCEPT),
 		   &UVERBS_METHOD(U4V_METHOD_DOORBELL),
 		   &UVERBS_METHOD(U4V_METHOD_CQ_SIGNAL));
 
@@ -629,7 +581,7 @@ static const struct uapi_definition u4v_uapi_defs[] = {
 static const struct ib_device_ops u4v_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
-	.uverbs_abi_ver = U4V_UVERBS_ABI,
+	.uverbs_abi_ver = 1, /* sysfs abi_version, not U4V_ABI_VERSION */
 
 	.alloc_pd = u4v_alloc_pd,
 	.alloc_ucontext = u4v_alloc_ucontext,
@@ -661,15 +613,16 @@ static const struct ib_device_ops u4v_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, u4v_ucontext, ibuc),
 };
 
-struct u4v_dev *u4v_dev_create(struct u4v_cable *cable, u32 end,
-			       struct device *dma_dev, u64 guid)
+/* A cable end's ib_device, registered. */
+struct u4v_dev *u4v_dev_add(struct u4v_cable *cable, struct device *dma_dev,
+			    u64 guid)
 {
 	struct u4v_dev *dev = ib_alloc_device(u4v_dev, ibdev);
+	int ret;
 
 	if (!dev)
-		return NULL;
+		return ERR_PTR(-ENOMEM);
 	dev->cable = cable;
-	dev->end = end;
 	dev->guid = guid;
 	dev->dma_dev = dma_dev;
 	ida_init(&dev->qpn_ida);
@@ -681,16 +634,16 @@ struct u4v_dev *u4v_dev_create(struct u4v_cable *cable, u32 end,
 	strscpy(dev->ibdev.node_desc, "usb4verbs", sizeof(dev->ibdev.node_desc));
 	dev->ibdev.driver_def = u4v_uapi_defs;
 	ib_set_device_ops(&dev->ibdev, &u4v_dev_ops);
+	ret = ib_register_device(&dev->ibdev, "usb4v%d", dma_dev);
+	if (ret) {
+		ib_dealloc_device(&dev->ibdev);
+		return ERR_PTR(ret);
+	}
 	return dev;
 }
 
-int u4v_dev_register(struct u4v_dev *dev, const char *name)
-{
-	return ib_register_device(&dev->ibdev, name, dev->dma_dev);
-}
-
 /* Unplug / unload: applications holding the device are disassociated. */
-void u4v_dev_destroy(struct u4v_dev *dev)
+void u4v_dev_remove(struct u4v_dev *dev)
 {
 	ib_unregister_device(&dev->ibdev);
 	ida_destroy(&dev->qpn_ida);

@@ -48,7 +48,7 @@ void u4v_proto_send_mask(struct u4v_cable *cable)
 /* Give a new context an id of this end (round robin: late reuse). */
 int u4v_ctx_attach(struct u4v_ucontext *uctx)
 {
-	struct u4v_cable *cable = uctx->dev->cable;
+	struct u4v_cable *cable = u4v_cable_of(uctx);
 	u32 base = cable->end * U4V_CTX_PER_END;
 	u32 i, id;
 	int ret = -EBUSY;
@@ -82,7 +82,7 @@ out:
 
 void u4v_ctx_detach(struct u4v_ucontext *uctx)
 {
-	struct u4v_cable *cable = uctx->dev->cable;
+	struct u4v_cable *cable = u4v_cable_of(uctx);
 	u64 bit = BIT_ULL(uctx->ctx_id);
 
 	mutex_lock(&cable->lock);
@@ -234,7 +234,7 @@ void u4v_proto_recv(struct u4v_cable *cable, struct u4v_msg *m)
 /* Make sure uctx has a channel to remote, a context of the other end. */
 int u4v_proto_connect(struct u4v_ucontext *uctx, u32 remote)
 {
-	struct u4v_cable *cable = uctx->dev->cable;
+	struct u4v_cable *cable = u4v_cable_of(uctx);
 	struct u4v_msg m = { .type = U4V_MSG_REQ, .a = remote,
 			     .b = uctx->ctx_id };
 	struct u4v_half *h;

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * usb4verbs: channels, their mappings and the safe-mode doorbell.
+ * usb4verbs: channels, their mappings and both doorbells.
  *
- * Userspace never writes a descriptor that DMA hardware reads: it fills the
- * shadow ring, and the doorbell copies each shadow entry once, validates it
- * and writes the real descriptor with an address owned by the kernel.
+ * Userspace never writes a descriptor that DMA hardware reads in safe
+ * mode: it fills the shadow ring, and the doorbell reads each shadow entry
+ * once, validates it and writes the real descriptor with an address owned
+ * by the kernel. Direct mode's doorbell is a page the poster writes.
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
@@ -12,41 +13,46 @@
 
 #include "usb4verbs.h"
 
+/* Make buf mmap-able through uctx; on failure buf is freed. */
+int u4v_buf_insert(struct u4v_ucontext *uctx, struct u4v_buf *buf)
+{
+	int ret = rdma_user_mmap_entry_insert(&uctx->ibuc, &buf->rdma,
+					      buf->size);
+
+	if (ret)
+		u4v_buf_free(buf);
+	return ret;
+}
+
 /*
- * Allocate zeroed, physically contiguous memory mapped through uctx: DMA
- * coherent memory of the NHI on a Thunderbolt cable, plain pages on the
- * soft cable (whose "DMA addresses" are offsets).
+ * Zeroed, physically contiguous memory mapped through uctx: DMA coherent
+ * memory of the NHI on a Thunderbolt cable, plain pages on the soft cable
+ * (whose "DMA addresses" are offsets).
  */
 struct u4v_buf *u4v_buf_alloc(struct u4v_ucontext *uctx, size_t size,
 			      bool writable)
 {
 	struct device *dma_dev = uctx->dev->dma_dev;
-	struct u4v_buf *buf;
-	int ret;
+	struct u4v_buf *buf = kzalloc(sizeof(*buf), GFP_KERNEL);
 
-	size = PAGE_ALIGN(size);
-	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
 	if (!buf)
 		return NULL;
-	buf->size = size;
+	buf->size = PAGE_ALIGN(size);
 	buf->writable = writable;
 	buf->dma_dev = dma_dev;
-	buf->kind = dma_dev ? U4V_BUF_COHERENT : U4V_BUF_PAGES;
-	if (dma_dev)
-		buf->kva = dma_alloc_coherent(dma_dev, size, &buf->dma,
+	if (dma_dev) {
+		buf->kind = U4V_BUF_COHERENT;
+		buf->kva = dma_alloc_coherent(dma_dev, buf->size, &buf->dma,
 					      GFP_KERNEL);
-	else
-		buf->kva = alloc_pages_exact(size, GFP_KERNEL | __GFP_ZERO);
+	} else {
+		buf->kva = alloc_pages_exact(buf->size,
+					     GFP_KERNEL | __GFP_ZERO);
+	}
 	if (!buf->kva) {
 		kfree(buf);
 		return NULL;
 	}
-	ret = rdma_user_mmap_entry_insert(&uctx->ibuc, &buf->rdma, size);
-	if (ret) {
-		u4v_buf_free(buf);
-		return NULL;
-	}
-	return buf;
+	return u4v_buf_insert(uctx, buf) ? NULL : buf;
 }
 
 /* Drop the driver's reference; memory goes once no VMA maps it. */
@@ -59,93 +65,83 @@ void u4v_buf_remove(struct u4v_buf *buf)
 /* From mmap_free: the last user is gone. */
 void u4v_buf_free(struct u4v_buf *buf)
 {
-	switch (buf->kind) {
-	case U4V_BUF_PAGES:
+	if (buf->kind == U4V_BUF_PAGES)
 		free_pages_exact(buf->kva, buf->size);
-		break;
-	case U4V_BUF_COHERENT:
+	else if (buf->kind == U4V_BUF_COHERENT)
 		dma_free_coherent(buf->dma_dev, buf->size, buf->kva, buf->dma);
-		break;
-	case U4V_BUF_IO:
-		break;
-	case U4V_BUF_EXTERN:
-		if (buf->release)
-			buf->release(buf);
-		break;
-	}
+	else if (buf->kind == U4V_BUF_EXTERN && buf->release)
+		buf->release(buf->release_arg);
 	kfree(buf);
-}
-
-static u64 u4v_buf_off(struct u4v_buf *buf)
-{
-	return buf ? rdma_user_mmap_get_offset(&buf->rdma) : 0;
 }
 
 static void u4v_half_fill_info(struct u4v_half *h, struct u4v_chan_info *info)
 {
+	struct u4v_buf *b;
 	int i;
 
 	memset(info, 0, sizeof(*info));
 	info->remote_ctx = h->remote_ctx;
 	info->depth = h->depth;
-	info->flags = h->chan->loopback ? U4V_CHAN_LOOPBACK : 0;
-	if (h->direct) {
-		info->flags |= U4V_CHAN_DIRECT;
-		info->tx_hop = h->tx_hop;
-		info->rx_hop = h->rx_hop;
-		h->buf[U4V_MAP_TX_DB] = h->uctx->db[0];
-		h->buf[U4V_MAP_RX_DB] = h->uctx->db[1];
-	}
+	info->flags = (h->chan->loopback ? U4V_CHAN_LOOPBACK : 0) |
+		      (h->direct ? U4V_CHAN_DIRECT : 0);
+	info->tx_hop = h->tx_hop;
+	info->rx_hop = h->rx_hop;
 	for (i = 0; i < U4V_MAP_NR; i++) {
-		info->off[i] = u4v_buf_off(h->buf[i]);
-		info->len[i] = h->buf[i] ? h->buf[i]->size : 0;
+		/* the doorbell pages belong to the context (direct only) */
+		b = i < U4V_MAP_TX_DB ? h->buf[i] :
+					h->uctx->db[i - U4V_MAP_TX_DB];
+		info->off[i] = b ? rdma_user_mmap_get_offset(&b->rdma) : 0;
+		info->len[i] = b ? b->size : 0;
 	}
-	/* the doorbell pages belong to the context, not to the half */
-	h->buf[U4V_MAP_TX_DB] = NULL;
-	h->buf[U4V_MAP_RX_DB] = NULL;
 }
 
 static void u4v_half_remove_bufs(struct u4v_half *h)
 {
 	int i;
 
-	for (i = 0; i < U4V_MAP_NR; i++) {
+	for (i = 0; i < U4V_MAP_TX_DB; i++) {
 		u4v_buf_remove(h->buf[i]);
 		h->buf[i] = NULL;
 	}
 }
 
 /*
- * Memory of one half, mapped into its owner. Every RX descriptor starts
- * posted; TX descriptors are written by the doorbell.
+ * Memory of one half, mapped into its owner. Every RX descriptor but one
+ * starts posted; TX descriptors are written by the doorbell.
  */
 int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
-		  struct u4v_ucontext *owner, u32 remote, u32 depth)
+		  struct u4v_ucontext *owner, u32 remote)
 {
-	size_t ring = PAGE_ALIGN(depth * sizeof(struct u4v_desc));
+	u32 i, depth = u4v_ring_depth;
+	size_t ring = depth * sizeof(struct u4v_desc);
 	size_t pool = (size_t)depth * U4V_FRAME_SIZE;
-	u32 i;
+	bool direct = owner->direct;
 
 	h->chan = chan;
 	h->uctx = owner;
 	h->remote_ctx = remote;
 	h->depth = depth;
+	h->direct = direct;
 	INIT_LIST_HEAD(&h->pending);
-	h->tx_meta = kcalloc(depth, sizeof(*h->tx_meta), GFP_KERNEL);
-	if (!h->tx_meta)
-		return -ENOMEM;
-	h->direct = owner->direct;
-	h->buf[U4V_MAP_TX_DESC] = u4v_buf_alloc(owner, ring, h->direct);
-	h->buf[U4V_MAP_RX_DESC] = u4v_buf_alloc(owner, ring, h->direct);
-	if (!h->direct)
+	h->buf[U4V_MAP_TX_DESC] = u4v_buf_alloc(owner, ring, direct);
+	h->buf[U4V_MAP_RX_DESC] = u4v_buf_alloc(owner, ring, direct);
+	if (!direct)
 		h->buf[U4V_MAP_SHADOW] = u4v_buf_alloc(owner, depth *
 			sizeof(struct u4v_shadow_desc), true);
 	h->buf[U4V_MAP_TX_POOL] = u4v_buf_alloc(owner, pool, true);
 	h->buf[U4V_MAP_RX_POOL] = u4v_buf_alloc(owner, pool, false);
-	for (i = 0; i < U4V_MAP_TX_DB; i++)
-		if (!h->buf[i] && (i != U4V_MAP_SHADOW || !h->direct))
-			goto err;
-	if (h->direct && owner->db[0]->kva) {
+	for (i = 0; i < U4V_MAP_TX_DB; i++) {
+		if (!h->buf[i] && (i != U4V_MAP_SHADOW || !direct)) {
+			u4v_half_remove_bufs(h);
+			return -ENOMEM;
+		}
+	}
+	h->tx_desc = h->buf[U4V_MAP_TX_DESC]->kva;
+	h->rx_desc = h->buf[U4V_MAP_RX_DESC]->kva;
+	h->shadow = direct ? NULL : h->buf[U4V_MAP_SHADOW]->kva;
+	h->tx_pool = h->buf[U4V_MAP_TX_POOL]->kva;
+	h->rx_pool = h->buf[U4V_MAP_RX_POOL]->kva;
+	if (direct && owner->db[0]->kva) {
 		/* soft cable: slot = remote context id (TB: its ring hops) */
 		h->tx_hop = remote;
 		h->rx_hop = remote;
@@ -156,36 +152,17 @@ int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
 		WRITE_ONCE(*h->tx_db, 0);
 		WRITE_ONCE(*h->rx_db, depth - 1); /* all but one posted */
 	}
-	h->tx_desc = h->buf[U4V_MAP_TX_DESC]->kva;
-	h->rx_desc = h->buf[U4V_MAP_RX_DESC]->kva;
-	h->shadow = h->direct ? NULL : h->buf[U4V_MAP_SHADOW]->kva;
-	h->tx_pool = h->buf[U4V_MAP_TX_POOL]->kva;
-	h->rx_pool = h->buf[U4V_MAP_RX_POOL]->kva;
-
 	for (i = 0; i < depth; i++) {
 		h->tx_desc[i].phys = h->buf[U4V_MAP_TX_POOL]->dma +
 				     (u64)i * U4V_FRAME_SIZE;
 		h->rx_desc[i].phys = h->buf[U4V_MAP_RX_POOL]->dma +
 				     (u64)i * U4V_FRAME_SIZE;
-		h->tx_meta[i].off = i * U4V_FRAME_SIZE;
 		if (i < depth - 1)
 			h->rx_desc[i].len_flags =
-				(U4V_DESC_POSTED | U4V_DESC_INTERRUPT)
-				<< U4V_DESC_FLAGS_SHIFT;
+				u4v_desc_pack(0, 0, 0, U4V_DESC_POSTED |
+						       U4V_DESC_INTERRUPT);
 	}
 	return 0;
-err:
-	u4v_half_remove_bufs(h);
-	kfree(h->tx_meta);
-	h->tx_meta = NULL;
-	return -ENOMEM;
-}
-
-static void u4v_chan_free(struct u4v_chan *chan)
-{
-	kfree(chan->side[0].tx_meta);
-	kfree(chan->side[1].tx_meta);
-	kfree(chan);
 }
 
 /* A cross-end channel is useless once either context left: budget back. */
@@ -202,27 +179,24 @@ static void u4v_half_uncount(struct u4v_half *h, struct u4v_cable *cable)
 /* Tell h's owner that h is stale (its status page). Owner alive. */
 static void u4v_half_mark_stale(struct u4v_half *h)
 {
-	set_bit(h->remote_ctx,
-		(unsigned long *)&h->uctx->status->stale_mask);
+	set_bit(h->remote_ctx, (unsigned long *)&h->uctx->status->stale_mask);
 }
 
 /* Under the owner's cable->lock: the remote context of h left. */
 void u4v_half_gone(struct u4v_half *h)
 {
-	struct u4v_cable *cable = h->uctx->dev->cable;
-
 	mutex_lock(&h->chan->lock);
 	h->gone = true;
 	u4v_half_mark_stale(h);
 	mutex_unlock(&h->chan->lock);
-	u4v_half_uncount(h, cable);
+	u4v_half_uncount(h, u4v_cable_of(h->uctx));
 }
 
-/* Under cable->lock: a half of uctx's is no longer wanted. */
+/* Under cable->lock: a half of its owner's is no longer wanted. */
 void u4v_half_kill(struct u4v_half *h)
 {
 	struct u4v_chan *chan = h->chan;
-	struct u4v_cable *cable = h->uctx->dev->cable;
+	struct u4v_cable *cable = u4v_cable_of(h->uctx);
 	bool free_it;
 
 	mutex_lock(&chan->lock);
@@ -231,24 +205,24 @@ void u4v_half_kill(struct u4v_half *h)
 	/* a live peer half (loopback, soft cable) is stale from now on */
 	if (h->peer && h->peer != h && !h->peer->dead)
 		u4v_half_mark_stale(h->peer);
-	chan->nr_alive--;
-	if (chan->self)
-		chan->nr_alive = 0;
-	free_it = chan->nr_alive == 0;
+	free_it = --chan->nr_alive == 0;
 	mutex_unlock(&chan->lock);
 	list_del_init(&h->pending);
 	/* hardware stops before its rings can go with the mappings */
 	u4v_half_uncount(h, cable);
 	u4v_half_remove_bufs(h);
 	if (free_it)
-		u4v_chan_free(chan);
+		kfree(chan);
 }
 
-/* Under cable->lock: h is replaced; it goes when its owner does. */
+/*
+ * Under cable->lock: h is replaced. It goes when its owner does, since a
+ * doorbell looks halves up without the cable lock.
+ */
 static void u4v_half_retire(struct u4v_ucontext *uctx, struct u4v_half *h)
 {
 	list_move_tail(&h->pending, &uctx->graveyard);
-	u4v_half_uncount(h, uctx->dev->cable);
+	u4v_half_uncount(h, u4v_cable_of(uctx));
 }
 
 /* Under cable->lock, at context teardown. */
@@ -270,7 +244,8 @@ void u4v_ctx_release_chans(struct u4v_ucontext *uctx)
 
 /*
  * Under cable->lock: h becomes uctx's half to h->remote_ctx, retiring a
- * stale one; with notify, uctx learns of it (chan_gen, eventfd, accept).
+ * stale one; with notify, uctx learns of it (chan_gen, eventfd, and the
+ * next U4V_CHAN_NEXT).
  */
 void u4v_half_install(struct u4v_ucontext *uctx, struct u4v_half *h,
 		      bool notify)
@@ -281,17 +256,15 @@ void u4v_half_install(struct u4v_ucontext *uctx, struct u4v_half *h,
 		u4v_half_retire(uctx, old);
 	clear_bit(h->remote_ctx, (unsigned long *)&uctx->status->stale_mask);
 	WRITE_ONCE(uctx->halves[h->remote_ctx], h);
-	if (!notify) {
-		h->accepted = true;
+	if (!notify)
 		return;
-	}
 	list_add_tail(&h->pending, &uctx->pending_chans);
 	WRITE_ONCE(uctx->status->chan_gen, uctx->status->chan_gen + 1);
 	if (uctx->evfd)
 		eventfd_signal(uctx->evfd, 1);
 }
 
-/* A channel with one half, owner's, to context remote (not yet installed). */
+/* A channel with one half, owner's, to context remote (not installed). */
 int u4v_chan_new(struct u4v_ucontext *owner, u32 remote,
 		 struct u4v_half **out)
 {
@@ -301,12 +274,11 @@ int u4v_chan_new(struct u4v_ucontext *owner, u32 remote,
 	if (!chan)
 		return -ENOMEM;
 	mutex_init(&chan->lock);
-	chan->cable = owner->dev->cable;
+	chan->cable = u4v_cable_of(owner);
 	chan->nr_alive = 1;
-	ret = u4v_half_init(&chan->side[0], chan, owner, remote,
-			    u4v_ring_depth);
+	ret = u4v_half_init(&chan->side[0], chan, owner, remote);
 	if (ret) {
-		u4v_chan_free(chan);
+		kfree(chan);
 		return ret;
 	}
 	*out = &chan->side[0];
@@ -318,26 +290,22 @@ static int u4v_chan_loopback(struct u4v_ucontext *x, struct u4v_ucontext *y,
 			     struct u4v_half **out)
 {
 	struct u4v_half *h0, *h1;
-	struct u4v_chan *chan;
-	int ret;
+	int ret = u4v_chan_new(x, y->ctx_id, &h0);
 
-	ret = u4v_chan_new(x, y->ctx_id, &h0);
 	if (ret)
 		return ret;
-	chan = h0->chan;
-	chan->loopback = true;
-	chan->self = x == y;
-	h0->peer = h0;
-	if (!chan->self) {
-		h1 = &chan->side[1];
-		ret = u4v_half_init(h1, chan, y, x->ctx_id, u4v_ring_depth);
+	h0->chan->loopback = true;
+	h0->peer = h0; /* x == y: one half talking to itself */
+	if (x != y) {
+		h1 = &h0->chan->side[1];
+		ret = u4v_half_init(h1, h0->chan, y, x->ctx_id);
 		if (ret) {
 			u4v_half_kill(h0);
 			return ret;
 		}
 		h0->peer = h1;
 		h1->peer = h0;
-		chan->nr_alive = 2;
+		h0->chan->nr_alive = 2;
 		u4v_half_install(y, h1, true);
 	}
 	u4v_half_install(x, h0, false);
@@ -345,77 +313,41 @@ static int u4v_chan_loopback(struct u4v_ucontext *x, struct u4v_ucontext *y,
 	return 0;
 }
 
+/* The channel to remote (made on the way), or the next one we were given. */
 int u4v_chan_get(struct u4v_ucontext *uctx, u32 remote,
 		 struct u4v_chan_info *info)
 {
-	struct u4v_cable *cable = uctx->dev->cable;
-	bool cross = u4v_ctx_end(remote) != cable->end;
-	struct u4v_ucontext *y = NULL;
+	struct u4v_cable *cable = u4v_cable_of(uctx);
+	bool next = remote == U4V_CHAN_NEXT;
+	bool cross = !next && u4v_ctx_end(remote) != cable->end;
 	struct u4v_half *h;
-	int ret = 0;
+	int ret;
 
-	if (remote >= U4V_MAX_CTX)
+	if (!next && remote >= U4V_MAX_CTX)
 		return -EINVAL;
 	/* across the cable the protocol makes (or finds) the channel */
 	ret = cross ? u4v_proto_connect(uctx, remote) : 0;
 	if (ret)
 		return ret;
 	mutex_lock(&cable->lock);
-	if (!cable->up) {
+	if (next) {
+		h = list_first_entry_or_null(&uctx->pending_chans,
+					     struct u4v_half, pending);
+		ret = h ? 0 : -ENOENT;
+	} else if (!cable->up) {
 		ret = -ENOLINK;
-		goto out;
-	}
-	if (!cross) {
-		y = cable->ctx[remote];
-		if (!y) {
+	} else {
+		h = uctx->halves[remote];
+		if (cross) /* the peer may have left since the protocol ran */
+			ret = h && !u4v_half_stale(h) ? 0 : -EHOSTUNREACH;
+		else if (!cable->ctx[remote])
 			ret = -EHOSTUNREACH;
-			goto out;
-		}
+		else if (!h || u4v_half_stale(h))
+			ret = u4v_chan_loopback(uctx, cable->ctx[remote], &h);
 	}
-	h = uctx->halves[remote];
-	if (h && u4v_half_stale(h)) {
-		if (cross) {
-			/* the peer left between the protocol and here */
-			ret = -EHOSTUNREACH;
-			goto out;
-		}
-		WRITE_ONCE(uctx->halves[remote], NULL);
-		u4v_half_retire(uctx, h);
-		h = NULL;
-	}
-	if (!h && cross) {
-		ret = -EHOSTUNREACH;
-		goto out;
-	}
-	if (!h) {
-		ret = u4v_chan_loopback(uctx, y, &h);
-		if (ret)
-			goto out;
-	}
-	if (!h->accepted) {
-		h->accepted = true;
-		list_del_init(&h->pending);
-	}
-	u4v_half_fill_info(h, info);
-out:
-	mutex_unlock(&cable->lock);
-	return ret;
-}
-
-int u4v_chan_accept(struct u4v_ucontext *uctx, struct u4v_chan_info *info)
-{
-	struct u4v_cable *cable = uctx->dev->cable;
-	struct u4v_half *h;
-	int ret = -ENOENT;
-
-	mutex_lock(&cable->lock);
-	h = list_first_entry_or_null(&uctx->pending_chans, struct u4v_half,
-				     pending);
-	if (h) {
-		h->accepted = true;
+	if (!ret) {
 		list_del_init(&h->pending);
 		u4v_half_fill_info(h, info);
-		ret = 0;
 	}
 	mutex_unlock(&cable->lock);
 	return ret;
@@ -429,7 +361,7 @@ void u4v_half_wake(struct u4v_half *h, bool rx)
 {
 	struct u4v_ucontext *uctx = h->uctx;
 
-	if (!uctx || h->dead)
+	if (!uctx)
 		return;
 	if (rx)
 		WRITE_ONCE(uctx->status->rx_events,
@@ -442,48 +374,30 @@ void u4v_half_wake(struct u4v_half *h, bool rx)
 
 /*
  * Validate shadow entries [h->tx_prod, tx_prod) and write their real
- * descriptors. Each entry is read exactly once; nothing is posted unless
- * every entry is valid. Under chan->lock.
+ * descriptors. Positions past h->tx_prod are not the DMA engine's until
+ * the producer moves, so each entry is read once and its descriptor
+ * written at once; none is posted unless all are good. Under chan->lock.
  */
 static int u4v_tx_commit(struct u4v_half *h, u32 tx_prod)
 {
-	u32 mask = h->depth - 1;
-	u32 n = tx_prod - h->tx_prod;
-	u32 i, pos;
+	u32 i, pos, n = tx_prod - h->tx_prod;
+	struct u4v_shadow_desc s;
 
-	if (n == 0)
-		return 0;
 	/* at most depth - 1 positions in flight (full ring rule) */
 	if (n > h->depth - 1 || tx_prod - h->tx_done > h->depth - 1)
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
-		struct u4v_shadow_desc *s;
-		struct u4v_tx_meta m;
-		u16 slot;
-
-		pos = (h->tx_prod + i) & mask;
-		s = &h->shadow[pos];
-		slot = READ_ONCE(s->slot);
-		m.off = slot * U4V_FRAME_SIZE;
-		m.len = READ_ONCE(s->len);
-		m.sof = READ_ONCE(s->sof);
-		m.eof = READ_ONCE(s->eof);
-		if (slot >= h->depth || m.len == 0 ||
-		    m.len > U4V_FRAME_SIZE || m.sof > U4V_DESC_PDF_MASK ||
-		    m.eof > U4V_DESC_PDF_MASK)
+		pos = (h->tx_prod + i) & (h->depth - 1);
+		s = READ_ONCE(h->shadow[pos]);
+		if (s.slot >= h->depth || !s.len || s.len > U4V_FRAME_SIZE ||
+		    s.sof > U4V_DESC_PDF_MASK || s.eof > U4V_DESC_PDF_MASK)
 			return -EINVAL;
-		h->tx_meta[pos] = m;
-	}
-	for (i = 0; i < n; i++) {
-		struct u4v_tx_meta *m;
-
-		pos = (h->tx_prod + i) & mask;
-		m = &h->tx_meta[pos];
-		h->tx_desc[pos].phys = h->buf[U4V_MAP_TX_POOL]->dma + m->off;
+		h->tx_desc[pos].phys = h->buf[U4V_MAP_TX_POOL]->dma +
+				       (u64)s.slot * U4V_FRAME_SIZE;
 		h->tx_desc[pos].time = 0;
 		WRITE_ONCE(h->tx_desc[pos].len_flags,
-			   u4v_desc_pack(m->len, m->sof, m->eof,
-				    U4V_DESC_POSTED | U4V_DESC_INTERRUPT));
+			   u4v_desc_pack(s.len, s.sof, s.eof,
+					 U4V_DESC_POSTED | U4V_DESC_INTERRUPT));
 	}
 	h->tx_prod = tx_prod;
 	return 0;
@@ -492,18 +406,16 @@ static int u4v_tx_commit(struct u4v_half *h, u32 tx_prod)
 /* Give RX positions [h->rx_rel, rx_cons) back. Under chan->lock. */
 static int u4v_rx_commit(struct u4v_half *h, u32 rx_cons)
 {
-	u32 mask = h->depth - 1;
-	u32 n = rx_cons - h->rx_rel;
-	u32 i, pos;
+	u32 i, pos, n = rx_cons - h->rx_rel;
 
 	if (n > h->rx_done - h->rx_rel)
 		return -EINVAL; /* releasing frames not yet delivered */
 	for (i = 0; i < n; i++) {
 		/* the position depth - 1 ahead becomes postable */
-		pos = (h->rx_rel + i + h->depth - 1) & mask;
+		pos = (h->rx_rel + i + h->depth - 1) & (h->depth - 1);
 		WRITE_ONCE(h->rx_desc[pos].len_flags,
-			   u4v_desc_pack(0, 0, 0,
-				    U4V_DESC_POSTED | U4V_DESC_INTERRUPT));
+			   u4v_desc_pack(0, 0, 0, U4V_DESC_POSTED |
+						  U4V_DESC_INTERRUPT));
 	}
 	h->rx_rel = rx_cons;
 	return 0;
@@ -547,13 +459,12 @@ int u4v_doorbell(struct u4v_ucontext *uctx, u32 remote, bool has_tx,
 
 	if (remote >= U4V_MAX_CTX)
 		return -EINVAL;
-	/* Only this context's own channels are reachable from here. */
+	/* only this context's own channels are reachable from here */
 	h = READ_ONCE(uctx->halves[remote]);
-	if (!h || !h->accepted)
+	if (!h)
 		return -ENOENT;
 	if (h->direct)
 		return -EINVAL; /* no shadow ring: use the doorbell page */
-
 	mutex_lock(&h->chan->lock);
 	/* stale: the remote context left; a new connect finds its successor */
 	if (h->dead || u4v_half_stale(h))
@@ -570,45 +481,27 @@ int u4v_doorbell(struct u4v_ucontext *uctx, u32 remote, bool has_tx,
 
 /*
  * The direct-mode doorbell, seen by the soft DMA engine: new positions in
- * the doorbell slots. Descriptors are read once each; the engine only
- * ever reads inside the half's own TX pool (a phys outside it means the
- * position's own slot). Returns whether anything moved. Under
- * cable->lock (h stays alive).
+ * the doorbell slots of a direct half (the pump reads the descriptors the
+ * poster wrote, and only ever inside the half's own TX pool). Returns
+ * whether anything moved. Under cable->lock (h stays alive).
  */
 bool u4v_direct_poll(struct u4v_half *h)
 {
-	u32 mask = h->depth - 1, pool = h->depth * U4V_FRAME_SIZE;
-	u32 i, n, prod, cons, pos, lf, len;
-	bool tx = false, rx = false;
-	u64 phys;
+	u32 mask = h->depth - 1, n;
+	bool rx = false, tx = false;
 
 	mutex_lock(&h->chan->lock);
-	if (h->dead || !h->direct)
+	if (h->dead)
 		goto out;
 	/* the NHI's RX register: one past the last posted descriptor */
-	cons = (READ_ONCE(*h->rx_db) - (h->depth - 1)) & mask;
-	n = (cons - h->rx_rel) & mask;
+	n = (READ_ONCE(*h->rx_db) - (h->depth - 1) - h->rx_rel) & mask;
 	rx = n && !u4v_rx_commit(h, h->rx_rel + n);
-	prod = (READ_ONCE(*h->tx_db) >> U4V_DB_PROD_SHIFT) & mask;
-	n = (prod - h->tx_prod) & mask;
-	if (n && h->tx_prod + n - h->tx_done <= h->depth - 1) {
-		for (i = 0; i < n; i++) {
-			struct u4v_tx_meta *m;
-
-			pos = (h->tx_prod + i) & mask;
-			m = &h->tx_meta[pos];
-			/* pairs with the poster's release of the doorbell */
-			lf = smp_load_acquire(&h->tx_desc[pos].len_flags);
-			phys = READ_ONCE(h->tx_desc[pos].phys);
-			len = lf & U4V_DESC_LEN_MASK ? : U4V_FRAME_SIZE;
-			m->off = phys <= pool - len ? phys : pos * U4V_FRAME_SIZE;
-			m->len = len;
-			m->sof = (lf >> U4V_DESC_SOF_SHIFT) & U4V_DESC_PDF_MASK;
-			m->eof = (lf >> U4V_DESC_EOF_SHIFT) & U4V_DESC_PDF_MASK;
-		}
+	/* pairs with the poster's release of the producer */
+	n = ((smp_load_acquire(h->tx_db) >> U4V_DB_PROD_SHIFT) - h->tx_prod) &
+	    mask;
+	tx = n && h->tx_prod + n - h->tx_done <= h->depth - 1;
+	if (tx)
 		h->tx_prod += n;
-		tx = true;
-	}
 	if (tx || rx || h->tx_done != h->tx_prod)
 		u4v_half_move(h, true, rx);
 out:

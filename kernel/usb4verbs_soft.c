@@ -1,25 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * usb4verbs: the software DMA engine.
+ * usb4verbs: the soft cable and the software DMA engine.
  *
- * It stands in for the NHI on the soft cable and on loopback channels:
- * frames posted on one half's TX ring are copied into the other half's
- * posted RX buffers, in ring order, and both descriptors are completed the
- * way the hardware completes them. With no RX descriptor posted the TX
- * ring stalls (end-to-end flow control) until the receiver gives buffers
- * back; a dead receiver completes TX frames without delivering them.
+ * soft_cable=1 makes usb4v0 and usb4v1, two cable ends in one kernel,
+ * each a cable of its own as on two hosts: they talk through the channel
+ * protocol by function call, and the engine here moves their frames.
+ *
+ * The engine stands in for the NHI on the soft cable and on loopback
+ * channels: frames posted on one half's TX ring are copied into the other
+ * half's posted RX buffers, in ring order, and both descriptors are
+ * completed the way the hardware completes them. With no RX descriptor
+ * posted the TX ring stalls (end-to-end flow control) until the receiver
+ * gives buffers back; a dead receiver completes TX frames unseen.
  *
  * Safe-mode channels move on the doorbell system call. Direct-mode
  * channels have no system call to hook: like the NHI, which notices a
- * producer register write by itself, one kernel thread polls
- * the doorbell pages of direct contexts (every 10-20 us while frames flow,
- * every 0.5-1 ms after 0.2 s without work, not at all without a direct
- * context).
+ * producer register write by itself, one kernel thread polls the doorbell
+ * pages of direct contexts (every 10-20 us while frames flow, every
+ * 0.5-1 ms after 0.2 s without work, not at all without a direct context).
  */
 #include <linux/string.h>
 #include <linux/kthread.h>
 #include <linux/delay.h>
-#include <linux/sched.h>
 
 #include "usb4verbs.h"
 
@@ -27,58 +29,58 @@
 void u4v_soft_pump(struct u4v_half *tx, u32 *delivered, u32 *completed)
 {
 	struct u4v_half *rx = tx->peer;
-	u32 tmask = tx->depth - 1;
-	u32 rmask = rx->depth - 1;
+	u64 pool = (u64)tx->depth * U4V_FRAME_SIZE;
+	u32 tpos, rpos, lf, len, done;
+	struct u4v_desc *d;
+	u64 off;
 
 	*delivered = 0;
 	*completed = 0;
-	while (tx->tx_done != tx->tx_prod) {
-		u32 tpos = tx->tx_done & tmask;
-		struct u4v_tx_meta *m = &tx->tx_meta[tpos];
-		u32 done_flags = U4V_DESC_POSTED | U4V_DESC_COMPLETED;
-
+	for (; tx->tx_done != tx->tx_prod; tx->tx_done++, (*completed)++) {
+		tpos = tx->tx_done & (tx->depth - 1);
+		d = &tx->tx_desc[tpos];
+		lf = READ_ONCE(d->len_flags);
+		len = (lf & U4V_DESC_LEN_MASK) ?: U4V_FRAME_SIZE;
+		/* a direct-mode poster wrote d: never read outside its pool */
+		off = READ_ONCE(d->phys) - tx->buf[U4V_MAP_TX_POOL]->dma;
+		if (off > pool - len)
+			off = (u64)tpos * U4V_FRAME_SIZE;
+		done = u4v_desc_pack(len, (lf >> U4V_DESC_SOF_SHIFT) &
+					  U4V_DESC_PDF_MASK,
+				     (lf >> U4V_DESC_EOF_SHIFT) &
+					  U4V_DESC_PDF_MASK,
+				     U4V_DESC_POSTED | U4V_DESC_COMPLETED);
 		if (!rx->dead) {
-			u32 rpos = rx->rx_done & rmask;
-
-			/* posted RX descriptors are [rx_rel, rx_rel + depth - 1) */
+			/* posted RX descriptors: [rx_rel, rx_rel + depth - 1) */
 			if (rx->rx_done - rx->rx_rel >= rx->depth - 1)
 				break;
+			rpos = rx->rx_done & (rx->depth - 1);
 			memcpy(rx->rx_pool + (size_t)rpos * U4V_FRAME_SIZE,
-			       tx->tx_pool + m->off,
-			       m->len);
+			       tx->tx_pool + off, len);
 			/* payload before the COMPLETED bit, as DMA would */
-			smp_store_release(&rx->rx_desc[rpos].len_flags,
-					  u4v_desc_pack(m->len, m->sof, m->eof,
-							done_flags));
+			smp_store_release(&rx->rx_desc[rpos].len_flags, done);
 			rx->rx_done++;
 			(*delivered)++;
 		}
-		smp_store_release(&tx->tx_desc[tpos].len_flags,
-				  u4v_desc_pack(m->len, m->sof, m->eof,
-						done_flags));
-		tx->tx_done++;
-		(*completed)++;
+		smp_store_release(&d->len_flags, done);
 	}
 }
 
-/* The soft cable's engine: one thread for both ends. */
+static struct u4v_cable *soft[2];
 static struct task_struct *u4v_engine;
-static struct u4v_cable *u4v_engine_ends[2];
 static DECLARE_WAIT_QUEUE_HEAD(u4v_engine_wq);
 
 /* One pass over every direct context's channels of one end. */
 static bool u4v_soft_scan(struct u4v_cable *cable)
 {
+	struct u4v_ucontext *c;
 	bool busy = false;
 	u32 i, j;
 
 	mutex_lock(&cable->lock);
 	for (i = 0; i < U4V_MAX_CTX; i++) {
-		struct u4v_ucontext *c = cable->ctx[i];
-
-		if (!c || !c->direct)
-			continue;
-		for (j = 0; j < U4V_MAX_CTX; j++)
+		c = cable->ctx[i];
+		for (j = 0; c && c->direct && j < U4V_MAX_CTX; j++)
 			if (c->halves[j] && u4v_direct_poll(c->halves[j]))
 				busy = true;
 	}
@@ -88,14 +90,12 @@ static bool u4v_soft_scan(struct u4v_cable *cable)
 
 static bool u4v_soft_direct_users(void)
 {
-	return READ_ONCE(u4v_engine_ends[0]->nr_direct) ||
-	       READ_ONCE(u4v_engine_ends[1]->nr_direct);
+	return READ_ONCE(soft[0]->nr_direct) || READ_ONCE(soft[1]->nr_direct);
 }
 
 static int u4v_soft_engine(void *data)
 {
 	unsigned int idle = 0;
-	bool busy;
 
 	while (!kthread_should_stop()) {
 		if (!u4v_soft_direct_users()) {
@@ -104,27 +104,13 @@ static int u4v_soft_engine(void *data)
 						 kthread_should_stop());
 			continue;
 		}
-		busy = u4v_soft_scan(u4v_engine_ends[0]);
-		busy |= u4v_soft_scan(u4v_engine_ends[1]);
-		idle = busy ? 0 : idle + 1;
-		if (idle < 10000)
+		if (u4v_soft_scan(soft[0]) | u4v_soft_scan(soft[1]))
+			idle = 0;
+		if (++idle < 10000)
 			usleep_range(10, 20);
 		else
 			usleep_range(500, 1000);
 	}
-	return 0;
-}
-
-int u4v_soft_engine_start(struct u4v_cable **ends)
-{
-	struct task_struct *t;
-
-	u4v_engine_ends[0] = ends[0];
-	u4v_engine_ends[1] = ends[1];
-	t = kthread_run(u4v_soft_engine, NULL, "u4v-dma");
-	if (IS_ERR(t))
-		return PTR_ERR(t);
-	u4v_engine = t;
 	return 0;
 }
 
@@ -133,9 +119,86 @@ void u4v_soft_engine_wake(void)
 	wake_up(&u4v_engine_wq);
 }
 
-void u4v_soft_engine_stop(void)
+static int u4v_soft_send(struct u4v_cable *cable, struct u4v_msg *m)
 {
+	u4v_proto_recv(cable->priv, m);
+	return 0;
+}
+
+/* End 1 joins the channel end 0 is opening: side[1] of the same chan. */
+static struct u4v_half *u4v_soft_join(struct u4v_cable *cable,
+				      struct u4v_ucontext *owner,
+				      struct u4v_msg *m)
+{
+	struct u4v_half *h0 = ((struct u4v_cable *)cable->priv)->opening;
+	struct u4v_half *h1 = &h0->chan->side[1];
+	int ret = u4v_half_init(h1, h0->chan, owner, m->a);
+
+	if (ret)
+		return ERR_PTR(ret);
+	mutex_lock(&h0->chan->lock);
+	h0->peer = h1;
+	h1->peer = h0;
+	h0->chan->nr_alive++;
+	mutex_unlock(&h0->chan->lock);
+	return h1;
+}
+
+static const struct u4v_cable_ops u4v_soft_cable_ops = {
+	.send = u4v_soft_send,
+	.chan_join = u4v_soft_join,
+	/* no hardware: the engine moves frames for every channel */
+};
+
+void u4v_soft_cable_destroy(void)
+{
+	int i;
+
 	if (u4v_engine)
 		kthread_stop(u4v_engine);
 	u4v_engine = NULL;
+	for (i = 0; i < 2; i++)
+		if (soft[i])
+			u4v_cable_down(soft[i]);
+	for (i = 0; i < 2; i++)
+		if (soft[i] && soft[i]->dev)
+			u4v_dev_remove(soft[i]->dev);
+	for (i = 0; i < 2; i++) {
+		if (soft[i])
+			u4v_cable_put(soft[i]);
+		soft[i] = NULL;
+	}
+}
+
+int u4v_soft_cable_create(void)
+{
+	struct u4v_dev *dev;
+	struct task_struct *t;
+	int i, ret = -ENOMEM;
+
+	for (i = 0; i < 2; i++) {
+		soft[i] = u4v_cable_alloc(&u4v_soft_cable_ops, i,
+					  u4v_soft_channels, 0);
+		if (!soft[i])
+			goto err;
+	}
+	soft[0]->priv = soft[1];
+	soft[1]->priv = soft[0];
+	for (i = 0; i < 2; i++) {
+		dev = u4v_dev_add(soft[i], NULL, 0x0200005500000000ull | (i + 1));
+		ret = PTR_ERR_OR_ZERO(dev);
+		if (ret)
+			goto err;
+		soft[i]->dev = dev;
+	}
+	t = u4v_allow_direct ? kthread_run(u4v_soft_engine, NULL, "u4v-dma") :
+			       NULL;
+	ret = PTR_ERR_OR_ZERO(t);
+	if (ret)
+		goto err;
+	u4v_engine = t;
+	return 0;
+err:
+	u4v_soft_cable_destroy();
+	return ret;
 }

@@ -70,18 +70,15 @@ struct u4v_tb_peer {
 	struct tb_xdomain *xd;
 	struct tb_protocol_handler handler;
 	struct delayed_work login_work;
-	struct work_struct up_work;
 	struct delayed_work mask_work; /* (re)send our live set */
 	struct work_struct down_work; /* the peer logged out */
 	struct mutex lock;
 	struct mutex req_lock; /* one request of ours in flight at a time */
 	struct workqueue_struct *wq; /* requests from the peer */
-	bool logged_in;	     /* our login was accepted */
-	bool peer_logged_in; /* the peer's login arrived */
+	bool logged_in; /* our login was accepted */
 	int retries;
 	u32 command;
-	struct u4v_cable *cable;
-	struct u4v_dev *dev;
+	struct u4v_cable *cable; /* while logged in */
 };
 
 /* A channel's hardware: one ring pair, its HopIDs, the tunnel's paths. */
@@ -214,10 +211,10 @@ static void u4v_tb_rx_work(struct work_struct *work)
 /* Ring register of a half's ring (safe-mode doorbells). */
 static void __iomem *u4v_tb_ring_reg(struct tb_ring *ring)
 {
-	return ring->nhi->iobase + U4V_NHI_RING_PROD_CONS +
+	return ring->nhi->iobase + U4V_DB_PROD_CONS +
 	       (ring->is_tx ? U4V_NHI_REG_TX_RING_BASE :
 			      U4V_NHI_REG_RX_RING_BASE) +
-	       ring->hop * U4V_NHI_RING_SLOT_SIZE;
+	       ring->hop * U4V_DB_SLOT_SIZE;
 }
 
 static void u4v_tb_tx_kick(struct u4v_half *h)
@@ -258,9 +255,9 @@ static void u4v_tb_hw_rx_work(struct work_struct *work)
 }
 
 /* A ring's descriptors stay mapped until the process unmaps them. */
-static void u4v_tb_ring_release(struct u4v_buf *buf)
+static void u4v_tb_ring_release(void *ring)
 {
-	tb_ring_free(buf->release_arg);
+	tb_ring_free(ring);
 }
 
 /* Map a ring's own descriptors instead of the half's placeholder. */
@@ -276,13 +273,11 @@ static int u4v_tb_map_ring(struct u4v_half *h, int idx, struct tb_ring *ring)
 	buf->dma = ring->descriptors_dma;
 	buf->size = PAGE_ALIGN(ring->size * sizeof(struct u4v_desc));
 	buf->writable = h->direct;
+	if (u4v_buf_insert(h->uctx, buf))
+		return -ENOMEM;
+	/* from now on the mapping frees the ring */
 	buf->release = u4v_tb_ring_release;
 	buf->release_arg = ring;
-	if (rdma_user_mmap_entry_insert(&h->uctx->ibuc, &buf->rdma,
-					buf->size)) {
-		kfree(buf);
-		return -ENOMEM;
-	}
 	memcpy(buf->kva, h->buf[idx]->kva, buf->size);
 	u4v_buf_remove(h->buf[idx]);
 	h->buf[idx] = buf;
@@ -421,11 +416,7 @@ static struct u4v_buf *u4v_tb_db_alloc(struct u4v_ucontext *uctx, int rx)
 	buf->writable = true;
 	buf->dma = pci_resource_start(p->xd->tb->nhi->pdev, 0) +
 		   (rx ? U4V_NHI_REG_RX_RING_BASE : U4V_NHI_REG_TX_RING_BASE);
-	if (rdma_user_mmap_entry_insert(&uctx->ibuc, &buf->rdma, PAGE_SIZE)) {
-		kfree(buf);
-		return NULL;
-	}
-	return buf;
+	return u4v_buf_insert(uctx, buf) ? NULL : buf;
 }
 
 static const struct u4v_cable_ops u4v_tb_cable_ops = {
@@ -445,15 +436,13 @@ static u32 u4v_tb_end(const uuid_t *local, const uuid_t *remote)
 	return memcmp(local, remote, sizeof(*local)) < 0 ? 0 : 1;
 }
 
-/* Both logins done: the ib_device; channels come with connects. */
+/* Our login was accepted: the ib_device; channels come with connects. */
 static void u4v_tb_up(struct u4v_tb_peer *p)
 {
 	u32 end = u4v_tb_end(p->xd->local_uuid, p->xd->remote_uuid);
+	struct u4v_dev *dev;
 	u64 guid;
-	int ret;
 
-	if (p->cable || !p->logged_in || !p->peer_logged_in)
-		return;
 	/* One lane, 20 Gb/s, 4084 of 4096 bytes payload per frame. */
 	p->cable = u4v_cable_alloc(&u4v_tb_cable_ops, end, u4v_tb_channels,
 				   20000000000ull / 8 * 4084 / 4096);
@@ -461,66 +450,40 @@ static void u4v_tb_up(struct u4v_tb_peer *p)
 		return;
 	p->cable->priv = p;
 	memcpy(&guid, p->xd->local_uuid, sizeof(guid));
-	p->dev = u4v_dev_create(p->cable, end, &p->xd->tb->nhi->pdev->dev,
-				guid | 1);
-	if (!p->dev)
-		goto err_cable;
-	p->cable->dev = p->dev;
-	ret = u4v_dev_register(p->dev, "usb4v%d");
-	if (ret) {
-		ib_dealloc_device(&p->dev->ibdev);
-		p->dev = NULL;
-		goto err_cable;
+	dev = u4v_dev_add(p->cable, &p->xd->tb->nhi->pdev->dev, guid | 1);
+	if (IS_ERR(dev)) {
+		u4v_cable_put(p->cable);
+		p->cable = NULL;
+		return;
 	}
-	dev_info(&p->svc->dev, "%s up (end %u)\n", dev_name(&p->dev->ibdev.dev),
+	p->cable->dev = dev;
+	dev_info(&p->svc->dev, "%s up (end %u)\n", dev_name(&dev->ibdev.dev),
 		 end);
-	return;
-
-err_cable:
-	u4v_cable_put(p->cable);
-	p->cable = NULL;
+	/* tell the peer our live set, so it tells us its own */
+	schedule_delayed_work(&p->mask_work, 0);
 }
 
 static void u4v_tb_down(struct u4v_tb_peer *p)
 {
-	if (p->cable)
-		u4v_cable_down(p->cable);
-	if (p->dev) {
-		/* disassociates applications still holding the device */
-		u4v_dev_destroy(p->dev);
-		p->dev = NULL;
-	}
-	if (p->cable) {
-		u4v_cable_put(p->cable);
-		p->cable = NULL;
-	}
+	if (!p->cable)
+		return;
+	u4v_cable_down(p->cable);
+	/* disassociates applications still holding the device */
+	u4v_dev_remove(p->cable->dev);
+	u4v_cable_put(p->cable);
+	p->cable = NULL;
 }
 
 static void u4v_tb_mask_work(struct work_struct *work)
 {
 	struct u4v_tb_peer *p =
 		container_of(work, struct u4v_tb_peer, mask_work.work);
-	struct u4v_cable *cable;
+	struct u4v_cable *cable = u4v_tb_cable_get(p);
 
-	cable = u4v_tb_cable_get(p);
 	if (cable) {
 		u4v_proto_send_mask(cable);
 		u4v_cable_put(cable);
 	}
-}
-
-static void u4v_tb_up_work(struct work_struct *work)
-{
-	struct u4v_tb_peer *p = container_of(work, struct u4v_tb_peer, up_work);
-
-	mutex_lock(&p->lock);
-	if (!p->cable) {
-		u4v_tb_up(p);
-		/* tell the peer our live set, so it tells us its own */
-		if (p->cable)
-			schedule_delayed_work(&p->mask_work, 0);
-	}
-	mutex_unlock(&p->lock);
 }
 
 /* The peer's shim logged out: device down, log in again when it is back. */
@@ -531,20 +494,11 @@ static void u4v_tb_down_work(struct work_struct *work)
 
 	mutex_lock(&p->lock);
 	u4v_tb_down(p);
-	p->logged_in = false;
-	p->peer_logged_in = false;
+	WRITE_ONCE(p->logged_in, false);
 	p->retries = 0;
 	schedule_delayed_work(&p->login_work,
 			      msecs_to_jiffies(U4V_TB_LOGIN_DELAY_MS));
 	mutex_unlock(&p->lock);
-}
-
-/* Tell the peer's shim we go (unload, unplug): best effort. */
-static void u4v_tb_logout(struct u4v_tb_peer *p)
-{
-	struct u4v_msg m = {};
-
-	u4v_tb_request(p, U4V_TB_LOGOUT, &m);
 }
 
 static void u4v_tb_login_work(struct work_struct *work)
@@ -553,13 +507,13 @@ static void u4v_tb_login_work(struct work_struct *work)
 		container_of(work, struct u4v_tb_peer, login_work.work);
 	struct u4v_msg m = { .depth = u4v_ring_depth,
 			     .version = U4V_TB_PROTO_VER };
-	int ret;
+	int ret = u4v_tb_request(p, U4V_TB_LOGIN, &m);
 
-	ret = u4v_tb_request(p, U4V_TB_LOGIN, &m);
 	mutex_lock(&p->lock);
 	if (!ret && !m.status && m.version == U4V_TB_PROTO_VER) {
-		p->logged_in = true;
-		schedule_work(&p->up_work);
+		WRITE_ONCE(p->logged_in, true);
+		if (!p->cable)
+			u4v_tb_up(p);
 	} else if (p->retries++ < U4V_TB_LOGIN_RETRIES) {
 		schedule_delayed_work(&p->login_work,
 				      msecs_to_jiffies(U4V_TB_LOGIN_DELAY_MS));
@@ -594,12 +548,9 @@ static int u4v_tb_handle(const void *buf, size_t size, void *data)
 			    m.depth != u4v_ring_depth) ? -EPROTO : 0;
 		m.version = U4V_TB_PROTO_VER;
 		u4v_tb_respond(p, &req->hdr, &m);
-		if (!m.status) {
-			mutex_lock(&p->lock);
-			p->peer_logged_in = true;
-			mutex_unlock(&p->lock);
-			schedule_work(&p->up_work);
-		}
+		/* the peer's shim is (back) here: our login need not wait */
+		if (!m.status && !READ_ONCE(p->logged_in))
+			mod_delayed_work(system_wq, &p->login_work, 0);
 		return 1;
 	case U4V_TB_LOGOUT:
 		u4v_tb_respond(p, &req->hdr, &m);
@@ -633,7 +584,6 @@ static int u4v_tb_probe(struct tb_service *svc, const struct tb_service_id *id)
 	mutex_init(&p->lock);
 	mutex_init(&p->req_lock);
 	INIT_DELAYED_WORK(&p->login_work, u4v_tb_login_work);
-	INIT_WORK(&p->up_work, u4v_tb_up_work);
 	INIT_DELAYED_WORK(&p->mask_work, u4v_tb_mask_work);
 	INIT_WORK(&p->down_work, u4v_tb_down_work);
 	/* ordered: MASKs are applied in the order they arrive */
@@ -661,12 +611,14 @@ static void u4v_tb_remove(struct tb_service *svc)
 {
 	struct u4v_tb_peer *p = tb_service_get_drvdata(svc);
 
-	if (p->logged_in)
-		u4v_tb_logout(p);
+	if (p->logged_in) { /* tell the peer's shim we go: best effort */
+		struct u4v_msg m = {};
+
+		u4v_tb_request(p, U4V_TB_LOGOUT, &m);
+	}
 	tb_unregister_protocol_handler(&p->handler);
 	cancel_work_sync(&p->down_work);
 	cancel_delayed_work_sync(&p->login_work);
-	cancel_work_sync(&p->up_work);
 	destroy_workqueue(p->wq); /* its works may queue mask_work */
 	cancel_delayed_work_sync(&p->mask_work);
 	mutex_lock(&p->lock);

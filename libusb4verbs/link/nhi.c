@@ -108,23 +108,22 @@ int u4l_nhi_raw_doorbell(struct u4l_dev *dev, uint32_t remote, bool has_tx,
 	return nhi_ioctl(to_nhi(dev)->cmd_fd, U4V_METHOD_DOORBELL, a, n);
 }
 
-int u4l_nhi_raw_chan_get(struct u4l_dev *dev, uint32_t remote,
-			 struct u4v_chan_info *info)
+/* remote = U4V_CHAN_NEXT: a channel a peer made that we were not told of. */
+static int nhi_chan_get_raw(struct nhi_dev *d, uint32_t remote,
+			    struct u4v_chan_info *info)
 {
 	struct ib_uverbs_attr a[2];
 
 	a[0] = attr_u32(U4V_ATTR_CHAN_GET_REMOTE, remote);
 	a[1] = attr_out(U4V_ATTR_CHAN_GET_INFO, info, sizeof(*info));
-	count(&to_nhi(dev)->syscalls, 1);
-	return nhi_ioctl(to_nhi(dev)->cmd_fd, U4V_METHOD_CHAN_GET, a, 2);
+	return nhi_ioctl(d->cmd_fd, U4V_METHOD_CHAN_GET, a, 2);
 }
 
-static int nhi_chan_accept_raw(struct nhi_dev *d, struct u4v_chan_info *info)
+int u4l_nhi_raw_chan_get(struct u4l_dev *dev, uint32_t remote,
+			 struct u4v_chan_info *info)
 {
-	struct ib_uverbs_attr a =
-		attr_out(U4V_ATTR_CHAN_ACCEPT_INFO, info, sizeof(*info));
-
-	return nhi_ioctl(d->cmd_fd, U4V_METHOD_CHAN_ACCEPT, &a, 1);
+	count(&to_nhi(dev)->syscalls, 1);
+	return nhi_chan_get_raw(to_nhi(dev), remote, info);
 }
 
 static void nhi_chan_unmap(struct nhi_chan *c)
@@ -233,7 +232,7 @@ static void nhi_collect(struct nhi_dev *d)
 	if (gen == d->chan_gen_seen)
 		return;
 	d->chan_gen_seen = gen;
-	while (nhi_chan_accept_raw(d, &info) == 0) {
+	while (nhi_chan_get_raw(d, U4V_CHAN_NEXT, &info) == 0) {
 		if (nhi_chan_map(d, &info, &c))
 			continue;
 		nhi_chan_install(d, c);

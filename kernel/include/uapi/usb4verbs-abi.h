@@ -6,8 +6,8 @@
  * A context talks to the shim through its uverbs command fd:
  *  - GET_CONTEXT (uverbs write command) with struct u4v_alloc_ucontext_req /
  *    _resp as driver data: context id, ring geometry, status page;
- *  - driver methods on UVERBS_OBJECT_DEVICE (uverbs ioctl): channel get /
- *    accept, the doorbell, CQ signalling;
+ *  - driver methods on UVERBS_OBJECT_DEVICE (uverbs ioctl): channel get
+ *    (a connect, or the next one a peer made), the doorbell, CQ signalling;
  *  - mmap of the offsets the kernel hands out (status page, rings, pools).
  */
 #ifndef USB4VERBS_ABI_USER_H
@@ -17,7 +17,7 @@
 #include <rdma/ib_user_ioctl_cmds.h>
 
 /* Provider / kernel ABI version: bump on any incompatible change. */
-#define U4V_ABI_VERSION 4
+#define U4V_ABI_VERSION 5
 
 #define U4V_FRAME_SIZE 4096u /* one frame buffer, no scatter-gather */
 #define U4V_RING_DEPTH_MIN 16u
@@ -155,18 +155,20 @@ struct u4v_chan_info {
 /* Driver methods on UVERBS_OBJECT_DEVICE. */
 enum u4v_methods {
 	U4V_METHOD_CHAN_GET = (1U << UVERBS_ID_NS_SHIFT),
-	U4V_METHOD_CHAN_ACCEPT,
 	U4V_METHOD_DOORBELL,
 	U4V_METHOD_CQ_SIGNAL,
 };
 
+/*
+ * Channel get: the channel to context REMOTE, made (or found) on the way;
+ * with REMOTE = U4V_CHAN_NEXT, the next channel a peer made to us that we
+ * have not been told of yet (ENOENT: none).
+ */
+#define U4V_CHAN_NEXT 0xffffffffu
+
 enum u4v_chan_get_attrs {
 	U4V_ATTR_CHAN_GET_REMOTE = (1U << UVERBS_ID_NS_SHIFT), /* u32 in */
 	U4V_ATTR_CHAN_GET_INFO,	/* struct u4v_chan_info out */
-};
-
-enum u4v_chan_accept_attrs {
-	U4V_ATTR_CHAN_ACCEPT_INFO = (1U << UVERBS_ID_NS_SHIFT),
 };
 
 /*
