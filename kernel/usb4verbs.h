@@ -137,9 +137,8 @@ struct u4v_cable_ops {
 				      struct u4v_ucontext *owner,
 				      struct u4v_msg *m);
 	void (*chan_close)(struct u4v_half *h);
-	/* new TX positions posted / RX positions given back on half h */
-	void (*tx_kick)(struct u4v_half *h);
-	void (*rx_kick)(struct u4v_half *h);
+	/* new TX positions posted and/or RX positions given back on half h */
+	void (*kick)(struct u4v_half *h, bool tx, bool rx);
 	/* direct mode: the TX (rx = 0) or RX doorbell page of uctx */
 	struct u4v_buf *(*db_alloc)(struct u4v_ucontext *uctx, int rx);
 };

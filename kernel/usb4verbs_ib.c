@@ -357,12 +357,7 @@ static int u4v_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 
 static int u4v_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags f)
 {
-	struct u4v_cq *cq = container_of(ibcq, struct u4v_cq, ibcq);
-	unsigned long flags;
-
-	spin_lock_irqsave(&cq->uctx->cq_lock, flags);
-	cq->armed = true;
-	spin_unlock_irqrestore(&cq->uctx->cq_lock, flags);
+	WRITE_ONCE(container_of(ibcq, struct u4v_cq, ibcq)->armed, true);
 	return 0;
 }
 
@@ -378,13 +373,9 @@ void u4v_ctx_signal_cqs(struct u4v_ucontext *uctx)
 	unsigned long flags;
 
 	spin_lock_irqsave(&uctx->cq_lock, flags);
-	list_for_each_entry(cq, &uctx->cqs, node) {
-		if (!cq->armed)
-			continue;
-		cq->armed = false;
-		if (cq->ibcq.comp_handler)
+	list_for_each_entry(cq, &uctx->cqs, node)
+		if (xchg(&cq->armed, false) && cq->ibcq.comp_handler)
 			cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
-	}
 	spin_unlock_irqrestore(&uctx->cq_lock, flags);
 }
 
@@ -488,48 +479,38 @@ static int u4v_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 
 static int UVERBS_HANDLER(U4V_METHOD_CHAN_GET)(struct uverbs_attr_bundle *attrs)
 {
+	struct ib_ucontext *ibuc = ib_uverbs_get_ucontext(attrs);
 	struct u4v_chan_info info;
-	struct ib_ucontext *ibuc;
 	u32 remote;
 	int ret;
 
-	ibuc = ib_uverbs_get_ucontext(attrs);
 	if (IS_ERR(ibuc))
 		return PTR_ERR(ibuc);
-	ret = uverbs_copy_from(&remote, attrs, U4V_ATTR_CHAN_GET_REMOTE);
-	if (ret)
-		return ret;
-	ret = u4v_chan_get(to_u4v_uctx(ibuc), remote, &info);
-	if (ret)
-		return ret;
-	return uverbs_copy_to(attrs, U4V_ATTR_CHAN_GET_INFO, &info,
-			      sizeof(info));
+	ret = uverbs_copy_from(&remote, attrs, U4V_ATTR_CHAN_GET_REMOTE) ?:
+	      u4v_chan_get(to_u4v_uctx(ibuc), remote, &info);
+	return ret ?: uverbs_copy_to(attrs, U4V_ATTR_CHAN_GET_INFO, &info,
+				     sizeof(info));
 }
 
 static int UVERBS_HANDLER(U4V_METHOD_DOORBELL)(struct uverbs_attr_bundle *attrs)
 {
-	bool has_tx, has_rx;
+	struct ib_ucontext *ibuc = ib_uverbs_get_ucontext(attrs);
+	bool tx = uverbs_attr_is_valid(attrs, U4V_ATTR_DOORBELL_TX_PROD);
+	bool rx = uverbs_attr_is_valid(attrs, U4V_ATTR_DOORBELL_RX_CONS);
 	u32 remote, tx_prod = 0, rx_cons = 0;
-	struct ib_ucontext *ibuc;
 	int ret;
 
-	ibuc = ib_uverbs_get_ucontext(attrs);
 	if (IS_ERR(ibuc))
 		return PTR_ERR(ibuc);
 	ret = uverbs_copy_from(&remote, attrs, U4V_ATTR_DOORBELL_REMOTE);
-	if (ret)
-		return ret;
-	/* either index may be absent (-ENOENT) */
-	ret = uverbs_copy_from(&tx_prod, attrs, U4V_ATTR_DOORBELL_TX_PROD);
-	has_tx = !ret;
-	if (ret && ret != -ENOENT)
-		return ret;
-	ret = uverbs_copy_from(&rx_cons, attrs, U4V_ATTR_DOORBELL_RX_CONS);
-	has_rx = !ret;
-	if (ret && ret != -ENOENT)
-		return ret;
-	return u4v_doorbell(to_u4v_uctx(ibuc), remote, has_tx, tx_prod,
-			    has_rx, rx_cons);
+	if (!ret && tx)
+		ret = uverbs_copy_from(&tx_prod, attrs,
+				       U4V_ATTR_DOORBELL_TX_PROD);
+	if (!ret && rx)
+		ret = uverbs_copy_from(&rx_cons, attrs,
+				       U4V_ATTR_DOORBELL_RX_CONS);
+	return ret ?: u4v_doorbell(to_u4v_uctx(ibuc), remote, tx, tx_prod, rx,
+				   rx_cons);
 }
 
 static int

@@ -428,11 +428,8 @@ static void u4v_half_move(struct u4v_half *h, bool tx, bool rx)
 	struct u4v_half *peer = h->peer;
 	u32 delivered, completed;
 
-	if (!h->chan->loopback && ops->tx_kick) {
-		if (rx)
-			ops->rx_kick(h);
-		if (tx)
-			ops->tx_kick(h);
+	if (!h->chan->loopback && ops->kick) {
+		ops->kick(h, tx, rx);
 		return;
 	}
 	/* our TX into the peer's posted RX: an RX interrupt there */

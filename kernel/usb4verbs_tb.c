@@ -23,9 +23,8 @@
 #define U4V_TB_KEY "usb4v"
 #define U4V_TB_SVC_ID 1
 #define U4V_TB_PROTO_VER 1
-#define U4V_TB_LOGIN_RETRIES 60
-#define U4V_TB_LOGIN_DELAY_MS 1000
-#define U4V_TB_LOGIN_TIMEOUT_MS 1000
+/* request timeout; retry period of the login and of a lost MASK */
+#define U4V_TB_RETRY_MS 1000
 /* frame PDFs the engine uses: 1 data, 2 control (ACK/NAK) */
 #define U4V_TB_PDF_MASK (BIT(1) | BIT(2))
 
@@ -49,14 +48,14 @@ struct u4v_tb_hdr {
 #define U4V_TB_LEN_MASK GENMASK(5, 0)
 
 /*
- * Every packet of ours is a header and one struct u4v_msg: LOGIN (depth,
- * version) and LOGOUT between the shims, MSG for the channel protocol. A
- * response has the request's type with U4V_TB_RESP set and its command.
+ * Every packet of ours is a header and one struct u4v_msg, whose type is
+ * also the header's: the channel protocol's, or LOGIN (version, depth) and
+ * LOGOUT between the shims. A response has the request's type with
+ * U4V_TB_RESP set, and its command.
  */
-enum u4v_tb_type {
-	U4V_TB_LOGIN = 1,
+enum {
+	U4V_TB_LOGIN = 0x10,
 	U4V_TB_LOGOUT,
-	U4V_TB_MSG,
 	U4V_TB_RESP = 0x100,
 };
 
@@ -74,9 +73,8 @@ struct u4v_tb_peer {
 	struct work_struct down_work; /* the peer logged out */
 	struct mutex lock;
 	struct mutex req_lock; /* one request of ours in flight at a time */
-	struct workqueue_struct *wq; /* requests from the peer */
+	struct workqueue_struct *wq; /* requests from the peer, in order */
 	bool logged_in; /* our login was accepted */
-	int retries;
 	u32 command;
 	struct u4v_cable *cable; /* while logged in */
 };
@@ -102,14 +100,12 @@ struct u4v_tb_rx {
 static struct tb_property_dir *u4v_tb_dir;
 
 static void u4v_tb_fill_hdr(struct u4v_tb_peer *p, struct u4v_tb_hdr *h,
-			    size_t size, u32 type, u32 command)
+			    u32 type, u32 command)
 {
-	u64 route = p->xd->route;
-
-	h->route_hi = upper_32_bits(route);
-	h->route_lo = lower_32_bits(route);
-	h->length_sn = ((size - 3 * sizeof(u32)) / sizeof(u32)) &
-		       U4V_TB_LEN_MASK;
+	h->route_hi = upper_32_bits(p->xd->route);
+	h->route_lo = lower_32_bits(p->xd->route);
+	h->length_sn = ((sizeof(struct u4v_tb_pkt) - 3 * sizeof(u32)) /
+			sizeof(u32)) & U4V_TB_LEN_MASK;
 	uuid_copy(&h->proto, &u4v_tb_proto_uuid);
 	uuid_copy(&h->initiator, p->xd->local_uuid);
 	uuid_copy(&h->target, p->xd->remote_uuid);
@@ -118,23 +114,21 @@ static void u4v_tb_fill_hdr(struct u4v_tb_peer *p, struct u4v_tb_hdr *h,
 }
 
 /* One request to the peer's shim; its answer replaces *m. */
-static int u4v_tb_request(struct u4v_tb_peer *p, u32 type, struct u4v_msg *m)
+static int u4v_tb_request(struct u4v_tb_peer *p, struct u4v_msg *m)
 {
-	struct u4v_tb_pkt req = {}, resp = {};
+	struct u4v_tb_pkt req = { .msg = *m }, resp = {};
 	int ret;
 
 	mutex_lock(&p->req_lock);
-	u4v_tb_fill_hdr(p, &req.hdr, sizeof(req), type, p->command++);
-	req.msg = *m;
+	u4v_tb_fill_hdr(p, &req.hdr, m->type, p->command++);
 	ret = tb_xdomain_request(p->xd, &req, sizeof(req),
 				 TB_CFG_PKG_XDOMAIN_RESP, &resp, sizeof(resp),
-				 TB_CFG_PKG_XDOMAIN_RESP,
-				 U4V_TB_LOGIN_TIMEOUT_MS);
+				 TB_CFG_PKG_XDOMAIN_RESP, U4V_TB_RETRY_MS);
 	mutex_unlock(&p->req_lock);
 	if (ret)
 		return ret;
 	/* a late answer to an earlier, timed-out request is not ours */
-	if (resp.hdr.type != (type | U4V_TB_RESP) ||
+	if (resp.hdr.type != (m->type | U4V_TB_RESP) ||
 	    resp.hdr.command != req.hdr.command)
 		return -EPROTO;
 	*m = resp.msg;
@@ -144,11 +138,9 @@ static int u4v_tb_request(struct u4v_tb_peer *p, u32 type, struct u4v_msg *m)
 static void u4v_tb_respond(struct u4v_tb_peer *p, const struct u4v_tb_hdr *req,
 			   const struct u4v_msg *m)
 {
-	struct u4v_tb_pkt resp = {};
+	struct u4v_tb_pkt resp = { .msg = *m };
 
-	u4v_tb_fill_hdr(p, &resp.hdr, sizeof(resp), req->type | U4V_TB_RESP,
-			req->command);
-	resp.msg = *m;
+	u4v_tb_fill_hdr(p, &resp.hdr, req->type | U4V_TB_RESP, req->command);
 	tb_xdomain_response(p->xd, &resp, sizeof(resp),
 			    TB_CFG_PKG_XDOMAIN_RESP);
 }
@@ -157,14 +149,13 @@ static void u4v_tb_respond(struct u4v_tb_peer *p, const struct u4v_tb_hdr *req,
 static int u4v_tb_send(struct u4v_cable *cable, struct u4v_msg *m)
 {
 	struct u4v_tb_peer *p = cable->priv;
-	u32 type = m->type;
-	int ret = u4v_tb_request(p, U4V_TB_MSG, m);
+	bool mask = m->type == U4V_MSG_MASK;
+	int ret = u4v_tb_request(p, m);
 
-	ret = ret ?: (m->type == type ? 0 : -EPROTO);
 	/* a lost live set is sent again (its ids stay quarantined till then) */
-	if (type == U4V_MSG_MASK && (ret || m->status))
+	if (mask && (ret || m->status))
 		schedule_delayed_work(&p->mask_work,
-				      msecs_to_jiffies(U4V_TB_LOGIN_DELAY_MS));
+				      msecs_to_jiffies(U4V_TB_RETRY_MS));
 	return ret;
 }
 
@@ -181,28 +172,34 @@ static struct u4v_cable *u4v_tb_cable_get(struct u4v_tb_peer *p)
 	return cable;
 }
 
+/* A request from the peer's shim, in process context. */
 static void u4v_tb_rx_work(struct work_struct *work)
 {
 	struct u4v_tb_rx *rx = container_of(work, struct u4v_tb_rx, work);
 	struct u4v_tb_peer *p = rx->p;
 	struct u4v_msg *m = &rx->req.msg;
-	struct u4v_cable *cable;
-	bool first = false;
+	struct u4v_cable *cable = u4v_tb_cable_get(p);
 
-	cable = u4v_tb_cable_get(p);
-	if (cable) {
-		first = m->type == U4V_MSG_MASK && !READ_ONCE(cable->remote_seq);
-		u4v_proto_recv(cable, m);
-	} else {
-		m->status = -ENOLINK;
+	switch (m->type) {
+	case U4V_TB_LOGIN:
+		m->status = m->version != U4V_TB_PROTO_VER ||
+			    m->depth != u4v_ring_depth ? -EPROTO : 0;
+		m->version = U4V_TB_PROTO_VER;
+		/* the peer's shim is (back) here: our login need not wait */
+		if (!m->status && !READ_ONCE(p->logged_in))
+			mod_delayed_work(system_wq, &p->login_work, 0);
+		break;
+	case U4V_TB_LOGOUT:
+		schedule_work(&p->down_work);
+		break;
+	default:
+		/* not up yet: a MASK is sent again until it gets through */
+		if (cable)
+			u4v_proto_recv(cable, m);
+		else
+			m->status = -ENOLINK;
 	}
 	u4v_tb_respond(p, &rx->req.hdr, m);
-	/*
-	 * The peer just came up and has not heard our live set yet. Sent
-	 * from elsewhere: this queue must never wait for the peer's.
-	 */
-	if (first)
-		schedule_delayed_work(&p->mask_work, 0);
 	if (cable)
 		u4v_cable_put(cable);
 	kfree(rx);
@@ -217,23 +214,19 @@ static void __iomem *u4v_tb_ring_reg(struct tb_ring *ring)
 	       ring->hop * U4V_DB_SLOT_SIZE;
 }
 
-static void u4v_tb_tx_kick(struct u4v_half *h)
+/* Safe mode: TX producer << 16; RX one past the last posted descriptor. */
+static void u4v_tb_kick(struct u4v_half *h, bool tx, bool rx)
 {
 	struct u4v_tb_hw *hw = h->hw;
+	u32 mask = h->depth - 1;
 
-	if (hw && hw->paths_up)
-		writel((h->tx_prod & (h->depth - 1)) << 16,
+	if (!hw || !hw->paths_up)
+		return;
+	if (rx)
+		writel((h->rx_rel + mask) & mask, u4v_tb_ring_reg(hw->rx));
+	if (tx)
+		writel((h->tx_prod & mask) << U4V_DB_PROD_SHIFT,
 		       u4v_tb_ring_reg(hw->tx));
-}
-
-/* RX: the register holds one past the last posted descriptor. */
-static void u4v_tb_rx_kick(struct u4v_half *h)
-{
-	struct u4v_tb_hw *hw = h->hw;
-
-	if (hw && hw->paths_up)
-		writel((h->rx_rel + h->depth - 1) & (h->depth - 1),
-		       u4v_tb_ring_reg(hw->rx));
 }
 
 /* RX interrupt (polling mode): the owner polls, then we re-arm. */
@@ -376,7 +369,7 @@ static int u4v_tb_chan_connect(struct u4v_half *h, struct u4v_msg *m)
 		return ret;
 	mutex_lock(&h->chan->lock);
 	hw->paths_up = true;
-	u4v_tb_rx_kick(h); /* depth - 1 RX buffers posted */
+	u4v_tb_kick(h, false, true); /* depth - 1 RX buffers posted */
 	mutex_unlock(&h->chan->lock);
 	return 0;
 }
@@ -425,8 +418,7 @@ static const struct u4v_cable_ops u4v_tb_cable_ops = {
 	.chan_connect = u4v_tb_chan_connect,
 	.chan_join = u4v_tb_chan_join,
 	.chan_close = u4v_tb_chan_close,
-	.tx_kick = u4v_tb_tx_kick,
-	.rx_kick = u4v_tb_rx_kick,
+	.kick = u4v_tb_kick,
 	.db_alloc = u4v_tb_db_alloc,
 };
 
@@ -495,9 +487,7 @@ static void u4v_tb_down_work(struct work_struct *work)
 	mutex_lock(&p->lock);
 	u4v_tb_down(p);
 	WRITE_ONCE(p->logged_in, false);
-	p->retries = 0;
-	schedule_delayed_work(&p->login_work,
-			      msecs_to_jiffies(U4V_TB_LOGIN_DELAY_MS));
+	schedule_delayed_work(&p->login_work, msecs_to_jiffies(U4V_TB_RETRY_MS));
 	mutex_unlock(&p->lock);
 }
 
@@ -505,70 +495,52 @@ static void u4v_tb_login_work(struct work_struct *work)
 {
 	struct u4v_tb_peer *p =
 		container_of(work, struct u4v_tb_peer, login_work.work);
-	struct u4v_msg m = { .depth = u4v_ring_depth,
+	struct u4v_msg m = { .type = U4V_TB_LOGIN, .depth = u4v_ring_depth,
 			     .version = U4V_TB_PROTO_VER };
-	int ret = u4v_tb_request(p, U4V_TB_LOGIN, &m);
+	int ret = u4v_tb_request(p, &m);
 
-	mutex_lock(&p->lock);
-	if (!ret && !m.status && m.version == U4V_TB_PROTO_VER) {
-		WRITE_ONCE(p->logged_in, true);
-		if (!p->cable)
-			u4v_tb_up(p);
-	} else if (p->retries++ < U4V_TB_LOGIN_RETRIES) {
+	if (ret) {
+		/* it publishes our service, so its shim will answer */
 		schedule_delayed_work(&p->login_work,
-				      msecs_to_jiffies(U4V_TB_LOGIN_DELAY_MS));
-	} else {
-		dev_warn(&p->svc->dev, "peer shim did not answer the login\n");
+				      msecs_to_jiffies(U4V_TB_RETRY_MS));
+		return;
 	}
+	if (m.status || m.version != U4V_TB_PROTO_VER) {
+		dev_warn(&p->svc->dev, "peer shim refused the login: %d\n",
+			 m.status);
+		return;
+	}
+	mutex_lock(&p->lock);
+	WRITE_ONCE(p->logged_in, true);
+	if (!p->cable)
+		u4v_tb_up(p);
 	mutex_unlock(&p->lock);
 }
 
-/* XDomain requests from the peer's shim. */
+/* XDomain requests from the peer's shim: answered from our queue. */
 static int u4v_tb_handle(const void *buf, size_t size, void *data)
 {
 	const struct u4v_tb_pkt *req = buf;
 	struct u4v_tb_peer *p = data;
-	struct u4v_msg m;
 	struct u4v_tb_rx *rx;
 	u64 route;
 
-	if (size < sizeof(*req) ||
+	if (size < sizeof(*req) || (req->hdr.type & U4V_TB_RESP) ||
 	    !uuid_equal(&req->hdr.initiator, p->xd->remote_uuid) ||
 	    !uuid_equal(&req->hdr.target, p->xd->local_uuid))
 		return 0;
 	route = ((u64)req->hdr.route_hi << 32 | req->hdr.route_lo) &
 		~BIT_ULL(63);
-	if (route != p->xd->route)
+	if (route != p->xd->route || req->hdr.type != req->msg.type)
 		return 0;
-
-	m = req->msg;
-	switch (req->hdr.type) {
-	case U4V_TB_LOGIN:
-		m.status = (m.version != U4V_TB_PROTO_VER ||
-			    m.depth != u4v_ring_depth) ? -EPROTO : 0;
-		m.version = U4V_TB_PROTO_VER;
-		u4v_tb_respond(p, &req->hdr, &m);
-		/* the peer's shim is (back) here: our login need not wait */
-		if (!m.status && !READ_ONCE(p->logged_in))
-			mod_delayed_work(system_wq, &p->login_work, 0);
-		return 1;
-	case U4V_TB_LOGOUT:
-		u4v_tb_respond(p, &req->hdr, &m);
-		schedule_work(&p->down_work);
-		return 1;
-	case U4V_TB_MSG:
-		/* answered from process context: it may send requests */
-		rx = kzalloc(sizeof(*rx), GFP_ATOMIC);
-		if (!rx)
-			return 0;
-		rx->p = p;
-		rx->req = *req;
-		INIT_WORK(&rx->work, u4v_tb_rx_work);
-		queue_work(p->wq, &rx->work);
-		return 1;
-	default:
+	rx = kmalloc(sizeof(*rx), GFP_ATOMIC);
+	if (!rx)
 		return 0;
-	}
+	rx->p = p;
+	rx->req = *req;
+	INIT_WORK(&rx->work, u4v_tb_rx_work);
+	queue_work(p->wq, &rx->work);
+	return 1;
 }
 
 static int u4v_tb_probe(struct tb_service *svc, const struct tb_service_id *id)
@@ -610,12 +582,10 @@ static int u4v_tb_probe(struct tb_service *svc, const struct tb_service_id *id)
 static void u4v_tb_remove(struct tb_service *svc)
 {
 	struct u4v_tb_peer *p = tb_service_get_drvdata(svc);
+	struct u4v_msg bye = { .type = U4V_TB_LOGOUT };
 
-	if (p->logged_in) { /* tell the peer's shim we go: best effort */
-		struct u4v_msg m = {};
-
-		u4v_tb_request(p, U4V_TB_LOGOUT, &m);
-	}
+	if (p->logged_in) /* tell the peer's shim we go: best effort */
+		u4v_tb_request(p, &bye);
 	tb_unregister_protocol_handler(&p->handler);
 	cancel_work_sync(&p->down_work);
 	cancel_delayed_work_sync(&p->login_work);
@@ -655,18 +625,13 @@ int u4v_tb_init(void)
 	tb_property_add_immediate(u4v_tb_dir, "prtcrevs", 0);
 	tb_property_add_immediate(u4v_tb_dir, "prtcstns", 0);
 	ret = tb_register_property_dir(U4V_TB_KEY, u4v_tb_dir);
-	if (ret)
-		goto err_dir;
-	ret = tb_register_service_driver(&u4v_tb_driver);
-	if (ret)
-		goto err_unreg;
-	return 0;
-
-err_unreg:
-	tb_unregister_property_dir(U4V_TB_KEY, u4v_tb_dir);
-err_dir:
+	if (!ret) {
+		ret = tb_register_service_driver(&u4v_tb_driver);
+		if (!ret)
+			return 0;
+		tb_unregister_property_dir(U4V_TB_KEY, u4v_tb_dir);
+	}
 	tb_property_free_dir(u4v_tb_dir);
-	u4v_tb_dir = NULL;
 	return ret;
 }
 
@@ -675,5 +640,4 @@ void u4v_tb_exit(void)
 	tb_unregister_service_driver(&u4v_tb_driver);
 	tb_unregister_property_dir(U4V_TB_KEY, u4v_tb_dir);
 	tb_property_free_dir(u4v_tb_dir);
-	u4v_tb_dir = NULL;
 }
