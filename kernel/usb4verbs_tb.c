@@ -587,13 +587,14 @@ static void u4v_tb_remove(struct tb_service *svc)
 	if (p->logged_in) /* tell the peer's shim we go: best effort */
 		u4v_tb_request(p, &bye);
 	tb_unregister_protocol_handler(&p->handler);
+	/* each may queue the next: requests, down, login, (no cable) mask */
+	destroy_workqueue(p->wq);
 	cancel_work_sync(&p->down_work);
 	cancel_delayed_work_sync(&p->login_work);
-	destroy_workqueue(p->wq); /* its works may queue mask_work */
-	cancel_delayed_work_sync(&p->mask_work);
 	mutex_lock(&p->lock);
 	u4v_tb_down(p);
 	mutex_unlock(&p->lock);
+	cancel_delayed_work_sync(&p->mask_work);
 	kfree(p);
 }
 
