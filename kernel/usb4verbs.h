@@ -93,7 +93,6 @@ struct u4v_half {
 
 struct u4v_chan {
 	struct mutex lock;
-	struct u4v_cable *cable;
 	struct u4v_half side[2];
 	bool loopback; /* same end: no budget, no hardware */
 	int nr_alive;  /* halves whose owner is still alive */

@@ -98,6 +98,13 @@ void u4v_ctx_detach(struct u4v_ucontext *uctx)
 	u4v_proto_send_mask(cable);
 }
 
+/* Under cable->lock: h holds one unit of the budget until it goes. */
+static void u4v_proto_count(struct u4v_cable *cable, struct u4v_half *h)
+{
+	h->counted = true;
+	cable->nr_channels++;
+}
+
 /* Under cable->lock (end 0): make channel (a, b) unless it exists. */
 static int u4v_proto_open(struct u4v_cable *cable, u32 a, u32 b)
 {
@@ -120,6 +127,7 @@ static int u4v_proto_open(struct u4v_cable *cable, u32 a, u32 b)
 	ret = u4v_chan_new(x, b, &h);
 	if (ret)
 		return ret;
+	u4v_proto_count(cable, h); /* u4v_half_kill gives it back */
 	ret = ops->chan_open ? ops->chan_open(h, &m) : 0;
 	if (!ret) {
 		cable->opening = h;
@@ -135,14 +143,10 @@ static int u4v_proto_open(struct u4v_cable *cable, u32 a, u32 b)
 		}
 	}
 	if (ret) {
-		if (ops->chan_close)
-			ops->chan_close(h);
 		u4v_half_kill(h);
 		return ret;
 	}
-	h->counted = true;
-	cable->nr_channels++;
-	/* the caller accepts it itself; a REQ's target learns of it */
+	/* the caller takes it itself; a REQ's target learns of it */
 	u4v_half_install(x, h, true);
 	return 0;
 }
@@ -162,8 +166,7 @@ static int u4v_proto_join(struct u4v_cable *cable, struct u4v_msg *m)
 	h = cable->ops->chan_join(cable, y, m);
 	if (IS_ERR(h))
 		return PTR_ERR(h);
-	h->counted = true;
-	cable->nr_channels++;
+	u4v_proto_count(cable, h);
 	u4v_half_install(y, h, true);
 	return 0;
 }

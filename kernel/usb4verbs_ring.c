@@ -274,7 +274,6 @@ int u4v_chan_new(struct u4v_ucontext *owner, u32 remote,
 	if (!chan)
 		return -ENOMEM;
 	mutex_init(&chan->lock);
-	chan->cable = u4v_cable_of(owner);
 	chan->nr_alive = 1;
 	ret = u4v_half_init(&chan->side[0], chan, owner, remote);
 	if (ret) {
@@ -424,7 +423,7 @@ static int u4v_rx_commit(struct u4v_half *h, u32 rx_cons)
 /* Move frames after a doorbell on half h. Under chan->lock. */
 static void u4v_half_move(struct u4v_half *h, bool tx, bool rx)
 {
-	const struct u4v_cable_ops *ops = h->chan->cable->ops;
+	const struct u4v_cable_ops *ops = u4v_cable_of(h->uctx)->ops;
 	struct u4v_half *peer = h->peer;
 	u32 delivered, completed;
 
