@@ -248,8 +248,8 @@ void u4v_buf_remove(struct u4v_buf *buf);
 void u4v_buf_free(struct u4v_buf *buf);
 int u4v_chan_new(struct u4v_ucontext *owner, u32 remote,
 		 struct u4v_half **out);
-int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
-		  struct u4v_ucontext *owner, u32 remote);
+struct u4v_half *u4v_chan_pair(struct u4v_half *h0,
+			       struct u4v_ucontext *owner);
 void u4v_half_kill(struct u4v_half *h);
 void u4v_half_gone(struct u4v_half *h);
 void u4v_half_install(struct u4v_ucontext *uctx, struct u4v_half *h,

@@ -109,13 +109,18 @@ static void u4v_half_remove_bufs(struct u4v_half *h)
  * Memory of one half, mapped into its owner. Every RX descriptor but one
  * starts posted; TX descriptors are written by the doorbell.
  */
-int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
-		  struct u4v_ucontext *owner, u32 remote)
+static int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
+			 struct u4v_ucontext *owner, u32 remote)
 {
 	u32 i, depth = u4v_ring_depth;
 	size_t ring = depth * sizeof(struct u4v_desc);
 	size_t pool = (size_t)depth * U4V_FRAME_SIZE;
 	bool direct = owner->direct;
+	/* by enum u4v_chan_map; direct mode has no shadow ring */
+	const size_t size[] = { ring, ring, direct ? 0 :
+				depth * sizeof(struct u4v_shadow_desc),
+				pool, pool };
+	const bool rw[] = { direct, direct, true, true, false };
 
 	h->chan = chan;
 	h->uctx = owner;
@@ -123,15 +128,10 @@ int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
 	h->depth = depth;
 	h->direct = direct;
 	INIT_LIST_HEAD(&h->pending);
-	h->buf[U4V_MAP_TX_DESC] = u4v_buf_alloc(owner, ring, direct);
-	h->buf[U4V_MAP_RX_DESC] = u4v_buf_alloc(owner, ring, direct);
-	if (!direct)
-		h->buf[U4V_MAP_SHADOW] = u4v_buf_alloc(owner, depth *
-			sizeof(struct u4v_shadow_desc), true);
-	h->buf[U4V_MAP_TX_POOL] = u4v_buf_alloc(owner, pool, true);
-	h->buf[U4V_MAP_RX_POOL] = u4v_buf_alloc(owner, pool, false);
 	for (i = 0; i < U4V_MAP_TX_DB; i++) {
-		if (!h->buf[i] && (i != U4V_MAP_SHADOW || !direct)) {
+		h->buf[i] = size[i] ? u4v_buf_alloc(owner, size[i], rw[i]) :
+				      NULL;
+		if (size[i] && !h->buf[i]) {
 			u4v_half_remove_bufs(h);
 			return -ENOMEM;
 		}
@@ -284,6 +284,26 @@ int u4v_chan_new(struct u4v_ucontext *owner, u32 remote,
 	return 0;
 }
 
+/*
+ * Under cable->lock: side[1] of h0's channel, owned by owner; both halves
+ * in this kernel's memory (loopback, soft cable).
+ */
+struct u4v_half *u4v_chan_pair(struct u4v_half *h0, struct u4v_ucontext *owner)
+{
+	struct u4v_chan *chan = h0->chan;
+	struct u4v_half *h1 = &chan->side[1];
+	int ret = u4v_half_init(h1, chan, owner, h0->uctx->ctx_id);
+
+	if (ret)
+		return ERR_PTR(ret);
+	mutex_lock(&chan->lock);
+	h0->peer = h1;
+	h1->peer = h0;
+	chan->nr_alive++;
+	mutex_unlock(&chan->lock);
+	return h1;
+}
+
 /* Under cable->lock: a loopback channel, x the caller, y on the same end. */
 static int u4v_chan_loopback(struct u4v_ucontext *x, struct u4v_ucontext *y,
 			     struct u4v_half **out)
@@ -296,15 +316,11 @@ static int u4v_chan_loopback(struct u4v_ucontext *x, struct u4v_ucontext *y,
 	h0->chan->loopback = true;
 	h0->peer = h0; /* x == y: one half talking to itself */
 	if (x != y) {
-		h1 = &h0->chan->side[1];
-		ret = u4v_half_init(h1, h0->chan, y, x->ctx_id);
-		if (ret) {
+		h1 = u4v_chan_pair(h0, y);
+		if (IS_ERR(h1)) {
 			u4v_half_kill(h0);
-			return ret;
+			return PTR_ERR(h1);
 		}
-		h0->peer = h1;
-		h1->peer = h0;
-		h0->chan->nr_alive = 2;
 		u4v_half_install(y, h1, true);
 	}
 	u4v_half_install(x, h0, false);

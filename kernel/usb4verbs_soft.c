@@ -130,18 +130,7 @@ static struct u4v_half *u4v_soft_join(struct u4v_cable *cable,
 				      struct u4v_ucontext *owner,
 				      struct u4v_msg *m)
 {
-	struct u4v_half *h0 = ((struct u4v_cable *)cable->priv)->opening;
-	struct u4v_half *h1 = &h0->chan->side[1];
-	int ret = u4v_half_init(h1, h0->chan, owner, m->a);
-
-	if (ret)
-		return ERR_PTR(ret);
-	mutex_lock(&h0->chan->lock);
-	h0->peer = h1;
-	h1->peer = h0;
-	h0->chan->nr_alive++;
-	mutex_unlock(&h0->chan->lock);
-	return h1;
+	return u4v_chan_pair(((struct u4v_cable *)cable->priv)->opening, owner);
 }
 
 static const struct u4v_cable_ops u4v_soft_cable_ops = {
