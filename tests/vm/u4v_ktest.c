@@ -621,6 +621,14 @@ int main(int argc, char **argv)
 	report("chan_get_dead_ctx", r == -EHOSTUNREACH, "ret=%d", r);
 	r = a->ops->chan_get(a, 3, &self);
 	report("chan_get_dead_local_ctx", r == -EHOSTUNREACH, "ret=%d", r);
+	struct u4v_chan_info info;
+	r = u4l_nhi_raw_chan_get(a, U4V_MAX_CTX, &info);
+	report("chan_get_remote_range", r == -EINVAL, "ret=%d", r);
+	r = u4l_nhi_raw_chan_get(a, U4V_CHAN_NEXT - 1, &info);
+	report("chan_get_remote_range_high", r == -EINVAL, "ret=%d", r);
+	/* nothing new for a: the next channel a peer made is none */
+	r = u4l_nhi_raw_chan_get(a, U4V_CHAN_NEXT, &info);
+	report("chan_get_next_none", r == -ENOENT, "ret=%d", r);
 
 
 	test_bogus(a, ab, b, ba, d);
