@@ -42,10 +42,9 @@ struct u4v_cable;
 struct u4v_ucontext;
 
 enum u4v_buf_kind {
-	U4V_BUF_PAGES,	  /* alloc_pages_exact: soft cable, shadow, status */
-	U4V_BUF_COHERENT, /* dma_alloc_coherent on the NHI */
-	U4V_BUF_EXTERN,	  /* memory owned elsewhere (tb_ring descriptors) */
-	U4V_BUF_IO,	  /* an MMIO page (NHI ring registers), dma = phys */
+	U4V_BUF_PAGES, /* alloc_pages_exact: no DMA device */
+	U4V_BUF_DMA,   /* dma_alloc_pages: linear pages, mapped for DMA */
+	U4V_BUF_IO,    /* an MMIO page (NHI ring registers), dma = phys */
 };
 
 struct u4v_buf {
@@ -56,9 +55,6 @@ struct u4v_buf {
 	dma_addr_t dma;
 	size_t size;
 	struct device *dma_dev;
-	/* U4V_BUF_EXTERN: called from mmap_free with release_arg */
-	void (*release)(void *arg);
-	void *release_arg;
 };
 
 struct u4v_half {

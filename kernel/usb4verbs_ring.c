@@ -25,15 +25,17 @@ int u4v_buf_insert(struct u4v_ucontext *uctx, struct u4v_buf *buf)
 }
 
 /*
- * Zeroed, physically contiguous memory mapped through uctx: DMA coherent
- * memory of the NHI on a Thunderbolt cable, plain pages on the soft cable
- * (whose "DMA addresses" are offsets).
+ * Zeroed, physically contiguous memory mapped through uctx and, with a DMA
+ * device, for its DMA. Not dma_alloc_coherent(): behind an IOMMU that is
+ * vmap()ed from scattered pages, which cannot be mapped by pfn. PCIe DMA
+ * is cache-coherent on x86, so these pages need no syncs.
  */
 struct u4v_buf *u4v_buf_alloc(struct u4v_ucontext *uctx, size_t size,
 			      bool writable)
 {
 	struct device *dma_dev = uctx->dev->dma_dev;
 	struct u4v_buf *buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	struct page *page;
 
 	if (!buf)
 		return NULL;
@@ -41,9 +43,10 @@ struct u4v_buf *u4v_buf_alloc(struct u4v_ucontext *uctx, size_t size,
 	buf->writable = writable;
 	buf->dma_dev = dma_dev;
 	if (dma_dev) {
-		buf->kind = U4V_BUF_COHERENT;
-		buf->kva = dma_alloc_coherent(dma_dev, buf->size, &buf->dma,
-					      GFP_KERNEL);
+		buf->kind = U4V_BUF_DMA;
+		page = dma_alloc_pages(dma_dev, buf->size, &buf->dma,
+				       DMA_BIDIRECTIONAL, GFP_KERNEL);
+		buf->kva = page ? page_address(page) : NULL;
 	} else {
 		buf->kva = alloc_pages_exact(buf->size,
 					     GFP_KERNEL | __GFP_ZERO);
@@ -67,10 +70,9 @@ void u4v_buf_free(struct u4v_buf *buf)
 {
 	if (buf->kind == U4V_BUF_PAGES)
 		free_pages_exact(buf->kva, buf->size);
-	else if (buf->kind == U4V_BUF_COHERENT)
-		dma_free_coherent(buf->dma_dev, buf->size, buf->kva, buf->dma);
-	else if (buf->kind == U4V_BUF_EXTERN && buf->release)
-		buf->release(buf->release_arg);
+	else if (buf->kind == U4V_BUF_DMA)
+		dma_free_pages(buf->dma_dev, buf->size, virt_to_page(buf->kva),
+			       buf->dma, DMA_BIDIRECTIONAL);
 	kfree(buf);
 }
 

@@ -22,6 +22,8 @@
 #include <linux/string.h>
 #include <linux/kthread.h>
 #include <linux/delay.h>
+#include <linux/platform_device.h>
+#include <linux/dma-mapping.h>
 
 #include "usb4verbs.h"
 
@@ -67,6 +69,8 @@ void u4v_soft_pump(struct u4v_half *tx, u32 *delivered, u32 *completed)
 }
 
 static struct u4v_cable *soft[2];
+/* DMA device of both ends: their memory takes the Thunderbolt path */
+static struct platform_device *u4v_soft_pdev;
 static struct task_struct *u4v_engine;
 static DECLARE_WAIT_QUEUE_HEAD(u4v_engine_wq);
 
@@ -157,14 +161,26 @@ void u4v_soft_cable_destroy(void)
 			u4v_cable_put(soft[i]);
 		soft[i] = NULL;
 	}
+	if (u4v_soft_pdev)
+		platform_device_unregister(u4v_soft_pdev);
+	u4v_soft_pdev = NULL;
 }
 
 int u4v_soft_cable_create(void)
 {
+	struct platform_device *pdev;
 	struct u4v_dev *dev;
 	struct task_struct *t;
-	int i, ret = -ENOMEM;
+	int i, ret;
 
+	pdev = platform_device_register_simple("usb4verbs-soft", -1, NULL, 0);
+	if (IS_ERR(pdev))
+		return PTR_ERR(pdev);
+	u4v_soft_pdev = pdev;
+	ret = dma_coerce_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret)
+		goto err;
+	ret = -ENOMEM;
 	for (i = 0; i < 2; i++) {
 		soft[i] = u4v_cable_alloc(&u4v_soft_cable_ops, i,
 					  u4v_soft_channels, 0);
@@ -174,7 +190,8 @@ int u4v_soft_cable_create(void)
 	soft[0]->priv = soft[1];
 	soft[1]->priv = soft[0];
 	for (i = 0; i < 2; i++) {
-		dev = u4v_dev_add(soft[i], NULL, 0x0200005500000000ull | (i + 1));
+		dev = u4v_dev_add(soft[i], &pdev->dev,
+				  0x0200005500000000ull | (i + 1));
 		ret = PTR_ERR_OR_ZERO(dev);
 		if (ret)
 			goto err;

@@ -79,14 +79,20 @@ struct u4v_tb_peer {
 	struct u4v_cable *cable; /* while logged in */
 };
 
+/* Descriptor memory: a ring's own, while it uses the half's instead. */
+struct u4v_tb_desc {
+	void *kva;
+	dma_addr_t dma;
+};
+
 /* A channel's hardware: one ring pair, its HopIDs, the tunnel's paths. */
 struct u4v_tb_hw {
 	struct u4v_tb_peer *p;
 	struct u4v_half *h;
 	struct tb_ring *tx, *rx;
 	int in_hop, out_hop;
-	bool started, paths_up;
-	bool mapped[2]; /* TX, RX ring handed to a mapping (it frees it) */
+	bool swapped, started, paths_up;
+	struct u4v_tb_desc desc[2]; /* TX, RX */
 	struct work_struct rx_work;
 };
 
@@ -247,42 +253,28 @@ static void u4v_tb_hw_rx_work(struct work_struct *work)
 	tb_ring_poll_complete(hw->rx);
 }
 
-/* A ring's descriptors stay mapped until the process unmaps them. */
-static void u4v_tb_ring_release(void *ring)
+/*
+ * Exchange a ring's descriptor memory with *d (again: back). The NHI reads
+ * the ring at ring->descriptors_dma (tb_ring_start), and the half's ring is
+ * the one mapped into the process: the ring's own is dma_alloc_coherent()
+ * memory, which cannot be mapped by pfn behind an IOMMU. The thunderbolt
+ * core never reads it: no frame is posted through it.
+ */
+static void u4v_tb_desc_swap(struct tb_ring *ring, struct u4v_tb_desc *d)
 {
-	tb_ring_free(ring);
+	struct u4v_tb_desc theirs = { ring->descriptors, ring->descriptors_dma };
+
+	ring->descriptors = d->kva;
+	ring->descriptors_dma = d->dma;
+	*d = theirs;
 }
 
-/* Map a ring's own descriptors instead of the half's placeholder. */
-static int u4v_tb_map_ring(struct u4v_half *h, int idx, struct tb_ring *ring)
-{
-	struct u4v_buf *buf = kzalloc(sizeof(*buf), GFP_KERNEL);
-	struct u4v_tb_hw *hw = h->hw;
-
-	if (!buf)
-		return -ENOMEM;
-	buf->kind = U4V_BUF_EXTERN;
-	buf->kva = ring->descriptors;
-	buf->dma = ring->descriptors_dma;
-	buf->size = PAGE_ALIGN(ring->size * sizeof(struct u4v_desc));
-	buf->writable = h->direct;
-	if (u4v_buf_insert(h->uctx, buf))
-		return -ENOMEM;
-	/* from now on the mapping frees the ring */
-	buf->release = u4v_tb_ring_release;
-	buf->release_arg = ring;
-	memcpy(buf->kva, h->buf[idx]->kva, buf->size);
-	u4v_buf_remove(h->buf[idx]);
-	h->buf[idx] = buf;
-	hw->mapped[idx == U4V_MAP_RX_DESC] = true;
-	return 0;
-}
-
-/* Paths down, HopIDs back; the rings go with their mappings. */
+/* Paths down, rings stopped and freed, HopIDs back. */
 static void u4v_tb_chan_close(struct u4v_half *h)
 {
 	struct u4v_tb_hw *hw = h->hw;
 	struct tb_xdomain *xd;
+	int i;
 
 	if (!hw)
 		return;
@@ -302,10 +294,11 @@ static void u4v_tb_chan_close(struct u4v_half *h)
 		tb_xdomain_release_out_hopid(xd, hw->out_hop);
 	if (hw->in_hop > 0)
 		tb_xdomain_release_in_hopid(xd, hw->in_hop);
-	/* rings not handed to a mapping yet are ours to free */
-	if (hw->tx && !hw->mapped[0])
+	for (i = 0; hw->swapped && i < 2; i++)
+		u4v_tb_desc_swap(i ? hw->rx : hw->tx, &hw->desc[i]);
+	if (hw->tx)
 		tb_ring_free(hw->tx);
-	if (hw->rx && !hw->mapped[1])
+	if (hw->rx)
 		tb_ring_free(hw->rx);
 	kfree(hw);
 }
@@ -316,7 +309,8 @@ static int u4v_tb_chan_open(struct u4v_half *h, struct u4v_msg *m)
 	struct u4v_tb_peer *p = h->uctx->dev->cable->priv;
 	struct tb_nhi *nhi = p->xd->tb->nhi;
 	struct u4v_tb_hw *hw = kzalloc(sizeof(*hw), GFP_KERNEL);
-	int ret = -ENOSPC; /* no ring or HopID left: the budget is spent */
+	struct u4v_buf *b;
+	int i;
 
 	if (!hw)
 		return -ENOMEM;
@@ -333,20 +327,20 @@ static int u4v_tb_chan_open(struct u4v_half *h, struct u4v_msg *m)
 	hw->in_hop = tb_xdomain_alloc_in_hopid(p->xd, -1);
 	if (hw->in_hop < 0)
 		goto err;
-	ret = u4v_tb_map_ring(h, U4V_MAP_TX_DESC, hw->tx) ?:
-	      u4v_tb_map_ring(h, U4V_MAP_RX_DESC, hw->rx);
-	if (ret)
-		goto err;
 	/* the NHI's (private) 16-byte descriptor is our struct u4v_desc */
-	h->tx_desc = h->buf[U4V_MAP_TX_DESC]->kva;
-	h->rx_desc = h->buf[U4V_MAP_RX_DESC]->kva;
+	for (i = 0; i < 2; i++) {
+		b = h->buf[U4V_MAP_TX_DESC + i];
+		hw->desc[i] = (struct u4v_tb_desc){ b->kva, b->dma };
+		u4v_tb_desc_swap(i ? hw->rx : hw->tx, &hw->desc[i]);
+	}
+	hw->swapped = true;
 	h->tx_hop = hw->tx->hop;
 	h->rx_hop = hw->rx->hop;
 	m->hop = hw->in_hop;
 	return 0;
 err:
 	u4v_tb_chan_close(h);
-	return ret;
+	return -ENOSPC; /* no ring or HopID left: the budget is spent */
 }
 
 /* The peer's input HopID is m->hop: start the rings, enable the paths. */
