@@ -511,7 +511,11 @@ static void u4v_tb_login_work(struct work_struct *work)
 	mutex_unlock(&p->lock);
 }
 
-/* XDomain requests from the peer's shim: answered from our queue. */
+/*
+ * Packets of our protocol, before the control channel matches them to a
+ * pending request of ours: 0 lets it (responses, other peers' packets),
+ * 1 takes a request of the peer's shim, answered from our queue.
+ */
 static int u4v_tb_handle(const void *buf, size_t size, void *data)
 {
 	const struct u4v_tb_pkt *req = buf;
@@ -525,8 +529,10 @@ static int u4v_tb_handle(const void *buf, size_t size, void *data)
 		return 0;
 	route = ((u64)req->hdr.route_hi << 32 | req->hdr.route_lo) &
 		~BIT_ULL(63);
-	if (route != p->xd->route || req->hdr.type != req->msg.type)
+	if (route != p->xd->route)
 		return 0;
+	if (req->hdr.type != req->msg.type)
+		return 1; /* malformed: dropped, never taken for an answer */
 	rx = kmalloc(sizeof(*rx), GFP_ATOMIC);
 	if (!rx)
 		return 0;
