@@ -269,12 +269,18 @@ static void u4v_tb_desc_swap(struct tb_ring *ring, struct u4v_tb_desc *d)
 	*d = theirs;
 }
 
+static void u4v_tb_desc_swap_pair(struct u4v_tb_hw *hw)
+{
+	u4v_tb_desc_swap(hw->tx, &hw->desc[0]);
+	u4v_tb_desc_swap(hw->rx, &hw->desc[1]);
+	hw->swapped = !hw->swapped;
+}
+
 /* Paths down, rings stopped and freed, HopIDs back. */
 static void u4v_tb_chan_close(struct u4v_half *h)
 {
 	struct u4v_tb_hw *hw = h->hw;
 	struct tb_xdomain *xd;
-	int i;
 
 	if (!hw)
 		return;
@@ -294,8 +300,8 @@ static void u4v_tb_chan_close(struct u4v_half *h)
 		tb_xdomain_release_out_hopid(xd, hw->out_hop);
 	if (hw->in_hop > 0)
 		tb_xdomain_release_in_hopid(xd, hw->in_hop);
-	for (i = 0; hw->swapped && i < 2; i++)
-		u4v_tb_desc_swap(i ? hw->rx : hw->tx, &hw->desc[i]);
+	if (hw->swapped)
+		u4v_tb_desc_swap_pair(hw);
 	if (hw->tx)
 		tb_ring_free(hw->tx);
 	if (hw->rx)
@@ -331,9 +337,8 @@ static int u4v_tb_chan_open(struct u4v_half *h, struct u4v_msg *m)
 	for (i = 0; i < 2; i++) {
 		b = h->buf[U4V_MAP_TX_DESC + i];
 		hw->desc[i] = (struct u4v_tb_desc){ b->kva, b->dma };
-		u4v_tb_desc_swap(i ? hw->rx : hw->tx, &hw->desc[i]);
 	}
-	hw->swapped = true;
+	u4v_tb_desc_swap_pair(hw);
 	h->tx_hop = hw->tx->hop;
 	h->rx_hop = hw->rx->hop;
 	m->hop = hw->in_hop;
