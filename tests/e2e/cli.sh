@@ -144,6 +144,12 @@ lifecycle)
 	grep -Eq "^$a +$a0 " "$E2E_LOGDIR/list" || e2e_fail "list lacks $a"
 	grep -Eq "^$b +$b0 " "$E2E_LOGDIR/list" || e2e_fail "list lacks $b"
 	[ "$a0" != "$b0" ] || e2e_fail "two live cables share device $a0"
+	# every end of every cable has its own loopback address
+	addrs=$( { "$SIM" stat --name "$a"; "$SIM" stat --name "$b"; } |
+		awk '$3 == "GID" { print $2 }')
+	[ "$(wc -l <<<"$addrs")" -eq 4 ] || e2e_fail "stat shows addresses '$addrs'"
+	[ "$(sort -u <<<"$addrs" | grep -c '^127\.')" -eq 4 ] ||
+		e2e_fail "the ends of two cables do not have 4 distinct 127/8 addresses: $addrs"
 	# the lowest free index is reused
 	"$SIM" down --name "$a" || e2e_fail "down $a failed"
 	e2e_up "$c"

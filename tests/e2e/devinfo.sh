@@ -42,6 +42,17 @@ e2e_show ibv_devices "$out"
 expect "$out" "^[[:space:]]*${D0}[[:space:]]+0255345600" "ibv_devices lists $D0 with its node GUID"
 expect "$out" "^[[:space:]]*${D1}[[:space:]]+0255345600" "ibv_devices lists $D1 with its node GUID"
 
+# Each end has its own loopback address (usb4v-sim stat), and its GIDs 2 and
+# 3 are that address IPv4-mapped.
+"$SIM" stat --name "$cable" >"$E2E_LOGDIR/stat.log" 2>&1 || e2e_fail "stat failed"
+end_addr() { awk -v d="$1" '$1 == d && $3 == "GID" { print $2 }' "$E2E_LOGDIR/stat.log"; }
+a0=$(end_addr "$D0")
+a1=$(end_addr "$D1")
+[[ $a0 =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+$ && $a1 =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
+	e2e_fail "stat shows no loopback address per end ('$a0', '$a1')"
+[ "$a0" != "$a1" ] || e2e_fail "both ends have address $a0"
+[ "$a0" != 127.0.0.1 ] || e2e_fail "end 0 has 127.0.0.1"
+
 for dev in "$D0" "$D1"; do
 	out=$E2E_LOGDIR/devinfo-$dev.log
 	timeout -k 5 "$tmo" "$SIM" exec --name "$cable" -- ibv_devinfo -v -d "$dev" >"$out" 2>&1
@@ -78,8 +89,11 @@ for dev in "$D0" "$D1"; do
 	expect "$out" "pkey_tbl_len:[[:space:]]+1\$" "$dev: pkey_tbl_len"
 	expect "$out" "GID\[  0\]:[[:space:]]+fe80:0000:0000:0000:$guid, RoCE v1" "$dev: GID 0"
 	expect "$out" "GID\[  1\]:[[:space:]]+fe80::255:3456:0:$(printf '%x' "$num"), RoCE v2" "$dev: GID 1"
-	expect "$out" "GID\[  2\]:[[:space:]]+0000:0000:0000:0000:0000:ffff:7f00:0001, RoCE v1" "$dev: GID 2"
-	expect "$out" "GID\[  3\]:[[:space:]]+::ffff:127.0.0.1, RoCE v2" "$dev: GID 3"
+	addr=$(end_addr "$dev")
+	IFS=. read -r o1 o2 o3 o4 <<<"$addr"
+	hex=$(printf '%02x%02x:%02x%02x' "$o1" "$o2" "$o3" "$o4")
+	expect "$out" "GID\[  2\]:[[:space:]]+0000:0000:0000:0000:0000:ffff:$hex, RoCE v1" "$dev: GID 2"
+	expect "$out" "GID\[  3\]:[[:space:]]+::ffff:${addr//./\\.}, RoCE v2" "$dev: GID 3"
 	expect "$out" "board_id:[[:space:]]+USB4V-SIM" "$dev: board_id"
 done
 

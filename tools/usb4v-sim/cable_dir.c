@@ -18,7 +18,8 @@
  *                                               provider must match us)
  *   class/infiniband/<ibdev>/ports/1/gids/<i>   eight 4-digit hex groups:
  *                                               parsed at fixed offsets, so
- *                                               never the "::" short form
+ *                                               never the "::" short form;
+ *                                               build_gids() says which
  *   .../ports/1/gid_attrs/types/<i>             "IB/RoCE v1" or "RoCE v2"
  *   .../ports/1/gid_attrs/ndevs/<i>             absent (ifindex 0)
  *   .../ports/1/pkeys/<i>                       "0xffff"
@@ -40,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -187,6 +189,52 @@ uint64_t cable_node_guid(unsigned index, unsigned end)
 	return 0x0255345600000000ull | (uint64_t)(2 * index + end);
 }
 
+uint32_t cable_end_addr(unsigned uid, unsigned index, unsigned end)
+{
+	uint32_t user = uid % 16382u + 1; /* 1..16382: 14 bits, never 0 */
+
+	return 0x7f000000u | user << 10 | ((2 * index + end) & 0x3ffu);
+}
+
+void cable_addr_string(uint32_t addr, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u.%u.%u.%u", addr >> 24, (addr >> 16) & 255,
+		 (addr >> 8) & 255, addr & 255);
+}
+
+int cable_assign(struct cable_info *info)
+{
+	uint8_t rnd[CABLE_CM_TOKEN_LEN / 2];
+	size_t got = 0;
+
+	for (unsigned end = 0; end < 2; end++)
+		info->addr[end] =
+			cable_end_addr((unsigned)getuid(), info->index, end);
+	while (got < sizeof(rnd)) {
+		ssize_t n = getrandom(rnd + got, sizeof(rnd) - got, 0);
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n > 0)
+			got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(info->cm_token + 2 * i, 3, "%02x", rnd[i]);
+	return 0;
+}
+
+/* "a.b.c.d" to a host-order address; false if malformed. */
+static bool parse_addr(const char *s, uint32_t *addr)
+{
+	unsigned a, b, c, d;
+	char tail;
+
+	if (sscanf(s, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 ||
+	    a > 255 || b > 255 || c > 255 || d > 255)
+		return false;
+	*addr = a << 24 | b << 16 | c << 8 | d;
+	return true;
+}
+
 static int parse_cable_file(const char *path, struct cable_info *info)
 {
 	char line[256];
@@ -197,7 +245,14 @@ static int parse_cable_file(const char *path, struct cable_info *info)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = 0;
-		if (!strncmp(line, "index=", 6)) {
+		if (!strncmp(line, "addr0=", 6) || !strncmp(line, "addr1=", 6)) {
+			if (!parse_addr(line + 6, &info->addr[line[4] - '0']))
+				break;
+		} else if (!strncmp(line, "cm=", 3)) {
+			if (strlen(line + 3) != CABLE_CM_TOKEN_LEN)
+				break;
+			strcpy(info->cm_token, line + 3);
+		} else if (!strncmp(line, "index=", 6)) {
 			char *end;
 			unsigned long v = strtoul(line + 6, &end, 10);
 			if (*end || v > CABLE_INDEX_MAX)
@@ -388,10 +443,36 @@ static void gid_string(char *buf, size_t len, const uint16_t g[8])
 		 g[2], g[3], g[4], g[5], g[6], g[7]);
 }
 
+/* [0] fe80::<node GUID> RoCE v1, [1] the same as RoCE v2, [2] the end's
+ * IPv4-mapped address ::ffff:a.b.c.d RoCE v1, [3] the same as RoCE v2 (the
+ * GID perftest selects by itself and rdma_cm uses). */
+static void build_gids(struct builder *b, const char *dev, uint64_t guid,
+		       uint32_t addr)
+{
+	const uint16_t link_local[8] = {0xfe80, 0, 0, 0,
+					(uint16_t)(guid >> 48),
+					(uint16_t)(guid >> 32),
+					(uint16_t)(guid >> 16), (uint16_t)guid};
+	const uint16_t v4_mapped[8] = {0, 0, 0, 0, 0, 0xffff,
+				       (uint16_t)(addr >> 16), (uint16_t)addr};
+	char rel[256], gid[64];
+
+	for (unsigned i = 0; i < GID_COUNT; i++) {
+		gid_string(gid, sizeof(gid), i < 2 ? link_local : v4_mapped);
+		snprintf(rel, sizeof(rel),
+			 "sysfs/class/infiniband/%s/ports/1/gids/%u", dev, i);
+		b_file(b, rel, "%s", gid);
+		snprintf(rel, sizeof(rel),
+			 "sysfs/class/infiniband/%s/ports/1/gid_attrs/types/%u",
+			 dev, i);
+		b_file(b, rel, "%s", i % 2 ? "RoCE v2" : "IB/RoCE v1");
+	}
+}
+
 static void build_device(struct builder *b, const struct cable_info *info,
 			 unsigned end)
 {
-	char dev[32], rel[256], gid[64];
+	char dev[32], rel[256];
 	unsigned num = 2 * info->index + end;
 	uint64_t guid = cable_node_guid(info->index, end);
 	uint16_t g[4] = {(uint16_t)(guid >> 48), (uint16_t)(guid >> 32),
@@ -434,18 +515,7 @@ static void build_device(struct builder *b, const struct cable_info *info,
 	b_file(b, IB("ports/1/cap_mask"), "0x00000000");
 	b_file(b, IB("ports/1/pkeys/0"), "0xffff");
 
-	/* [0] fe80::guid v1, [1] fe80::guid v2, [2] ::ffff:127.0.0.1 v1,
-	 * [3] ::ffff:127.0.0.1 v2 */
-	const uint16_t link_local[8] = {0xfe80, 0, 0, 0, g[0], g[1], g[2], g[3]};
-	const uint16_t v4_loop[8] = {0, 0, 0, 0, 0, 0xffff, 0x7f00, 0x0001};
-	for (unsigned i = 0; i < GID_COUNT; i++) {
-		char f[64];
-		gid_string(gid, sizeof(gid), i < 2 ? link_local : v4_loop);
-		snprintf(f, sizeof(f), "ports/1/gids/%u", i);
-		b_file(b, IB(f), "%s", gid);
-		snprintf(f, sizeof(f), "ports/1/gid_attrs/types/%u", i);
-		b_file(b, IB(f), "%s", i % 2 ? "RoCE v2" : "IB/RoCE v1");
-	}
+	build_gids(b, dev, guid, info->addr[end]);
 #undef IB
 }
 
@@ -473,6 +543,7 @@ static int rm_tree(const char *path)
 int cable_build(const struct state_dir *st, const struct cable_info *info)
 {
 	struct builder b = {.err = 0};
+	char a0[16], a1[16];
 	int ret;
 
 	ret = cable_dir_path(st, info->name, b.path, sizeof(b.path));
@@ -481,7 +552,10 @@ int cable_build(const struct state_dir *st, const struct cable_info *info)
 	if (mkdir(b.path, 0700))
 		return -errno;
 
-	b_file(&b, CABLE_FILE, "index=%u\nshm=%s", info->index, info->shm);
+	cable_addr_string(info->addr[0], a0, sizeof(a0));
+	cable_addr_string(info->addr[1], a1, sizeof(a1));
+	b_file(&b, CABLE_FILE, "index=%u\nshm=%s\naddr0=%s\naddr1=%s\ncm=%s",
+	       info->index, info->shm, a0, a1, info->cm_token);
 	b_mkdir(&b, "sysfs/class/infiniband_verbs");
 	b_file(&b, "sysfs/class/infiniband_verbs/abi_version", "6");
 	build_device(&b, info, 0);

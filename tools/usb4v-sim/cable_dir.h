@@ -7,7 +7,8 @@
  * Layout (all mode 0700 / 0600, owned by the caller):
  *   <state>/                      $USB4V_SIM_DIR, $XDG_RUNTIME_DIR/usb4v-sim
  *                                 or /tmp/usb4v-sim-<uid>
- *   <state>/<name>/cable          "index=<k>\nshm=<segment>\n"
+ *   <state>/<name>/cable          "index=<k>\nshm=<segment>\naddr0=<a>\n
+ *                                 addr1=<a>\ncm=<token>\n"
  *   <state>/<name>/sysfs/...      see cable_build() in cable_dir.c
  *
  * Cable k exposes devices usb4vsim<2k> (end 0) and usb4vsim<2k+1> (end 1)
@@ -32,10 +33,17 @@ struct state_dir {
 	int lock_fd;	 /* flock()ed directory fd while locked, else -1 */
 };
 
+/* Hex digits of the random token naming a cable's rdma_cm rendezvous. */
+#define CABLE_CM_TOKEN_LEN 32
+
 struct cable_info {
 	char name[CABLE_NAME_MAX + 1];
 	unsigned index; /* k: devices usb4vsim<2k>, usb4vsim<2k+1> */
 	char shm[CABLE_SHM_MAX];
+	/* Each end's IPv4 loopback address, host byte order (0: a cable made
+	 * before ends had addresses). */
+	uint32_t addr[2];
+	char cm_token[CABLE_CM_TOKEN_LEN + 1];
 };
 
 /* Fill st->path from the environment (no filesystem access). 0 or -errno. */
@@ -62,6 +70,18 @@ int cable_sysfs_path(const struct state_dir *st, const char *name, char *buf,
 /* Device name of end `end` of cable index k. */
 void cable_dev_name(unsigned index, unsigned end, char *buf, size_t len);
 uint64_t cable_node_guid(unsigned index, unsigned end);
+/*
+ * The loopback IPv4 address (host byte order) of end `end` of cable index k
+ * made by user uid: 127.0.0.0/8 with the user in the upper 14 bits and the
+ * device number 2k+end in the lower 10, so the cables of one user never
+ * share an address and those of users whose uids differ by less than 16382
+ * neither. Never 127.0.0.0/22 (so never 127.0.0.1) nor 127.255.255.255.
+ */
+uint32_t cable_end_addr(unsigned uid, unsigned index, unsigned end);
+/* Dotted quad of a host-order IPv4 address. */
+void cable_addr_string(uint32_t addr, char *buf, size_t len);
+/* Fill info->addr and info->cm_token for a new cable of the caller. */
+int cable_assign(struct cable_info *info);
 
 /* Read <state>/<name>/cable. 0, -ENOENT (no such cable) or -errno. */
 int cable_lookup(const struct state_dir *st, const char *name,

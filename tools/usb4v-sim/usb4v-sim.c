@@ -389,6 +389,11 @@ static int cmd_up(int argc, char **argv)
 		state_dir_unlock(&st, true);
 		fail(1, "no free cable index: %s", strerror(-ret));
 	}
+	ret = cable_assign(&info);
+	if (ret) {
+		state_dir_unlock(&st, true);
+		fail(1, "choosing the cable's addresses: %s", strerror(-ret));
+	}
 	ret = u4l_sim_create(info.shm, &cfg);
 	if (ret == -EEXIST) {
 		state_dir_unlock(&st, true);
@@ -523,6 +528,22 @@ static void print_config(const struct u4l_sim_config *cfg)
 	}
 }
 
+static void print_addresses(const struct cable_info *info)
+{
+	char dev[32], a[16];
+
+	printf("addresses:\n");
+	for (unsigned end = 0; end < 2; end++) {
+		cable_dev_name(info->index, end, dev, sizeof(dev));
+		if (!info->addr[end]) {
+			printf("  %-16s none (made by an older usb4v-sim)\n", dev);
+			continue;
+		}
+		cable_addr_string(info->addr[end], a, sizeof(a));
+		printf("  %-16s %-15s GID ::ffff:%s\n", dev, a, a);
+	}
+}
+
 static int cmd_stat(int argc, char **argv)
 {
 	struct state_dir st;
@@ -547,6 +568,7 @@ static int cmd_stat(int argc, char **argv)
 	cable_dev_name(info.index, 1, d1, sizeof(d1));
 	printf("cable %s: %s (end 0) <-> %s (end 1), segment %s\n", info.name,
 	       d0, d1, info.shm);
+	print_addresses(&info);
 	print_config(&cfg);
 	printf("counters:          %20s %20s\n", d0, d1);
 	for (size_t i = 0; i < sizeof(counter_fields) / sizeof(counter_fields[0]);
