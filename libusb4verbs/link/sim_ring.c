@@ -215,6 +215,25 @@ static inline void tx_complete(struct sim_ring *r, uint32_t i, uint32_t w,
 			 __ATOMIC_RELEASE);
 }
 
+static u4l_sim_test_hook test_hook;
+static void *test_hook_arg;
+
+void u4l_sim_set_test_hook(u4l_sim_test_hook fn, void *arg)
+{
+	__atomic_store_n(&test_hook_arg, arg, __ATOMIC_RELAXED);
+	__atomic_store_n(&test_hook, fn, __ATOMIC_RELEASE);
+}
+
+static enum u4l_sim_verdict test_verdict(uint32_t end, const void *frame,
+					 uint32_t len)
+{
+	u4l_sim_test_hook fn = __atomic_load_n(&test_hook, __ATOMIC_ACQUIRE);
+
+	return fn ? fn(__atomic_load_n(&test_hook_arg, __ATOMIC_RELAXED), end,
+		       frame, len) :
+		    U4L_SIM_PASS;
+}
+
 /* The DMA engine for direction d; ctl->lock held. */
 static void engine_move(struct sim_chan_h *h, uint32_t d, struct sim_snap *snap,
 			bool doorbell)
@@ -273,9 +292,15 @@ static void engine_move(struct sim_chan_h *h, uint32_t d, struct sim_snap *snap,
 		}
 		uint64_t dep = rate ? wire_reserve(s, se, now, len, rate) : now;
 		uint64_t arr = dep + lat;
+		const uint8_t *src = r->tx_pool + (size_t)i * U4L_FRAME_MAX;
+		enum u4l_sim_verdict v =
+		    loop ? U4L_SIM_PASS : test_verdict(se, src, len);
 		bool drop = false, dup = false, reorder = false, crc = false,
 		     str = false;
-		if (faults) {
+		if (v != U4L_SIM_PASS) {
+			drop = v == U4L_SIM_DROP;
+			dup = v == U4L_SIM_DUP;
+		} else if (faults) {
 			drop = sim_chance(s, se, f->drop);
 			if (!drop && pdf == U4L_PDF_CTRL)
 				drop = sim_chance(s, se, f->drop_ctrl);
@@ -288,7 +313,6 @@ static void engine_move(struct sim_chan_h *h, uint32_t d, struct sim_snap *snap,
 		}
 		acc.tx_frames++;
 		acc.tx_bytes += len;
-		const uint8_t *src = r->tx_pool + (size_t)i * U4L_FRAME_MAX;
 		uint32_t dfl = crc ? SIM_DF_RX_CRC : 0,
 			 mfl = str ? U4L_RX_NOWAKE : 0;
 		if (drop) {
@@ -336,6 +360,15 @@ static void engine_move(struct sim_chan_h *h, uint32_t d, struct sim_snap *snap,
 				if (arr > ctl->held_arrival)
 					ctl->held_arrival = arr;
 				deliver_held(r, mask, &fill, e2e, &acc);
+			}
+			if (v == U4L_SIM_DUP_LATE && !ctl->held) {
+				memcpy(r->held, src, len);
+				ctl->held_w = sim_d_make(len, pdf, dfl);
+				ctl->held_mflags = mfl;
+				ctl->held_arrival = arr;
+				ctl->held_run = run;
+				ctl->held = 1;
+				acc.dup++;
 			}
 		}
 		tx_complete(r, i, w, dep);

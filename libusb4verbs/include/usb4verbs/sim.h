@@ -89,4 +89,24 @@ int u4l_sim_open(const char *shm_name, uint32_t end, struct u4l_dev **dev);
 /* Snapshot of both ends' counters (for `usb4v-sim stat`). */
 int u4l_sim_stat(const char *shm_name, struct u4l_counters out[2]);
 
+/*
+ * Test hook, for tests that need one exact fault (drop the last response
+ * frame, duplicate one request) rather than a probability. Process-local:
+ * it sees the frames this process sends across any cable (not loopback),
+ * before the random faults are drawn, and decides what happens to each.
+ * DUP_LATE delivers the frame and a copy of it after the next frame of the
+ * same channel direction (or at a later doorbell), as the reorder fault
+ * does. Counted as fault_drop / fault_dup. NULL removes it.
+ */
+enum u4l_sim_verdict {
+	U4L_SIM_PASS = 0,
+	U4L_SIM_DROP,
+	U4L_SIM_DUP,
+	U4L_SIM_DUP_LATE,
+};
+typedef enum u4l_sim_verdict (*u4l_sim_test_hook)(void *arg, uint32_t end,
+						  const void *frame,
+						  uint32_t len);
+void u4l_sim_set_test_hook(u4l_sim_test_hook fn, void *arg);
+
 #endif
