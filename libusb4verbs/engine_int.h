@@ -23,6 +23,7 @@
 #include <usb4verbs/link.h>
 
 #include "frag/frag.h"
+#include "rel/holes.h"
 #include "wire/wire.h"
 
 #define container_of(ptr, type, member)                                       \
@@ -36,11 +37,13 @@
 #define U4V_DUP_ACK_THRESH 3 /* duplicate ACKs that trigger a resend */
 #define U4V_ACK_EVERY 32u    /* frames between coalesced ACKs */
 /*
- * READ jobs a responder keeps: max_dest_rd_atomic new READs, plus as many
- * again for READs asked for a second time (a probe or a retransmit can ask
- * again for one whose responses are still on their way).
+ * Response jobs a responder keeps: max_dest_rd_atomic new READs and
+ * atomics, plus replays of responses a requester asks for again: one per
+ * hole it tracks, one per READ whose request or tail it sends again
+ * (rel/holes.h).
  */
-#define U4V_READ_JOBS (2 * U4V_MAX_QP_RD_ATOM)
+#define U4V_RESP_REPLAYS (U4V_HOLES + U4V_MAX_QP_RD_ATOM)
+#define U4V_RESP_JOBS (U4V_MAX_QP_RD_ATOM + U4V_RESP_REPLAYS)
 
 struct u4v_qp;
 
@@ -173,8 +176,7 @@ struct u4v_swqe {
 	bool psn_assigned;
 	uint32_t first_psn;
 	uint32_t next_frame;	/* next frame to send */
-	uint32_t resp_frames;	/* READ responses placed, in order */
-	uint64_t atomic_orig;
+	uint32_t resp_placed;	/* READ / atomic responses placed */
 };
 
 struct u4v_qp {
@@ -217,8 +219,19 @@ struct u4v_qp {
 
 	/* requester (RC: reliability; UC/UD: PSNs only) */
 	uint32_t sq_psn;      /* next PSN to assign */
-	uint32_t acked_psn;   /* last PSN acknowledged (sq_psn - 1 at start) */
-	uint32_t rd_pending;  /* READ / atomic WQEs in flight */
+	/*
+	 * Last PSN acknowledged (sq_psn - 1 at start), by an ACK or by a
+	 * response: every READ / atomic response up to it has been sent, so
+	 * the ones that did not arrive are holes.
+	 */
+	uint32_t acked_psn;
+	/*
+	 * READ / atomic WQEs sent and not yet retired. Retired, not merely
+	 * done: the responder remembers the last max_dest_rd_atomic of them,
+	 * and an older one that is still missing a response must be among
+	 * those for its holes to be served again.
+	 */
+	uint32_t rd_pending;
 	uint32_t retries_left, rnr_left;
 	uint64_t retry_deadline; /* retransmit when passed */
 	uint64_t probe_deadline; /* resend the oldest frame when passed */
@@ -226,7 +239,7 @@ struct u4v_qp {
 	int dup_acks;
 	uint32_t resend_psn;  /* fast-recovery frame, or resend_none */
 	bool resend_one;
-	struct u4f_reorder resp_reorder; /* READ responses ahead */
+	struct u4v_holes rd_holes; /* READ / atomic responses lost */
 
 	/* receive queue and responder */
 	struct u4v_rq rq;
@@ -248,15 +261,30 @@ struct u4v_qp {
 	uint32_t wr_rkey;     /* checked again for every frame */
 	uint64_t wr_va, wr_len;
 	struct u4f_reorder req_reorder;
-	/* READ responses to generate */
-	struct u4v_read_job {
+	/*
+	 * READ and atomic responses to send, in order: replays first (in the
+	 * order they were asked for), then new requests in PSN order. An
+	 * atomic response waits its turn like a READ's: a response tells the
+	 * requester that every response before it was sent.
+	 */
+	struct u4v_resp_job {
 		uint32_t psn;	  /* first response PSN */
 		uint32_t nframes;
 		uint32_t next;	  /* next frame to send */
 		uint32_t rkey;	  /* checked again for every frame */
 		uint64_t va, len;
-	} *reads;
-	uint32_t nreads;
+		bool atomic;	  /* one ATOMIC_ACK carrying orig */
+		uint64_t orig;
+	} *jobs;
+	uint32_t njobs, nreplays;
+	/* the last READs executed, to serve them again (rd_hist_next % N) */
+	struct u4v_read_rec {
+		uint32_t psn, nframes;
+		uint32_t rkey;
+		bool valid;
+		uint64_t va, len;
+	} *rd_hist;
+	uint32_t rd_hist_next;
 	/* atomics already executed, for replay on duplicates */
 	struct u4v_atomic_done {
 		uint32_t psn;
@@ -287,6 +315,13 @@ struct u4v_qp {
 	uint32_t held_head, held_count;
 	uint64_t held_since;
 };
+
+/* READ and atomics: the responder answers with data (RC only). */
+static inline bool u4v_rd_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
 
 static inline struct u4v_swqe *u4v_sq_at(struct u4v_qp *qp, uint32_t idx)
 {
@@ -352,9 +387,11 @@ void u4v_req_complete_ready(struct u4v_qp *qp);
 struct u4v_swqe *u4v_req_find(struct u4v_qp *qp, uint32_t psn);
 bool u4v_req_resend(struct u4v_qp *qp, uint32_t psn); /* holds tx_lock */
 void u4v_req_rewind(struct u4v_qp *qp, uint32_t psn);
+/* The first PSN whose ACK or response is missing (probe, retransmit). */
+uint32_t u4v_req_oldest_missing(struct u4v_qp *qp);
 /* qp/comp.c: completer (responses arriving at the requester) */
 void u4v_comp_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
-		    const uint8_t *payload, const void *frame, uint32_t len);
+		    const uint8_t *payload);
 /* qp/resp.c: responder */
 /*
  * UC and UD have no RNR NAK: a message for a QP whose receive queue is

@@ -104,7 +104,7 @@ static void rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
 			batch->touched[batch->ntouched++] = qp;
 		}
 	} else {
-		u4v_comp_frame(qp, &h, payload, f->buf, f->len);
+		u4v_comp_frame(qp, &h, payload);
 	}
 	if (!consumed && !u4v_hold_push(qp, f->buf, f->len))
 		__atomic_fetch_add(&ctx->cnt->bad_frames, 1, __ATOMIC_RELAXED);

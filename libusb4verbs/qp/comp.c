@@ -3,7 +3,6 @@
  * The completer: ACKs, NAKs, READ responses and atomic responses arriving
  * at the requester. It decides which WQEs are done and what to send again.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "engine_int.h"
@@ -12,62 +11,134 @@
 #include "rel/timer.h"
 #include "wire/opcode.h"
 
-static bool is_rd_atomic(enum ibv_wr_opcode op)
-{
-	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
-static void finish(struct u4v_qp *qp, struct u4v_swqe *w,
-		   enum ibv_wc_status status)
+static void finish(struct u4v_swqe *w, enum ibv_wc_status status)
 {
 	if (w->state == U4V_WQE_DONE)
 		return;
-	if (w->state == U4V_WQE_SENT && is_rd_atomic(w->opcode) &&
-	    qp->rd_pending)
-		qp->rd_pending--;
 	w->state = U4V_WQE_DONE;
 	w->status = status;
 }
 
-/*
- * Everything up to and including psn is acknowledged. A WQE covered by the
- * ACK is done whatever its state: after a rewind its frames may be queued
- * for resending while the originals were in fact delivered.
- */
-static void ack_to(struct u4v_qp *qp, uint32_t psn)
+/* Forward progress: the retry budgets are whole again, the timer restarts. */
+static void progress(struct u4v_qp *qp)
 {
-	uint32_t i = qp->sq_head, n;
+	qp->retries_left = qp->retry_cnt;
+	qp->rnr_left = qp->rnr_retry;
+	u4v_req_arm_timer(qp, u4v_now());
+}
+
+/*
+ * The PSNs [*a, *b] of READ / atomic WQE w within [lo, hi], if it still
+ * waits for responses there.
+ */
+static bool rd_span(const struct u4v_swqe *w, uint32_t lo, uint32_t hi,
+		    uint32_t *a, uint32_t *b)
+{
+	uint32_t last = psn_add(w->first_psn, w->npsn - 1);
+
+	if (!u4v_rd_atomic(w->opcode) || w->state == U4V_WQE_DONE ||
+	    psn_lt(last, lo) || psn_lt(hi, w->first_psn))
+		return false;
+	*a = psn_lt(w->first_psn, lo) ? lo : w->first_psn;
+	*b = psn_lt(hi, last) ? hi : last;
+	return true;
+}
+
+/*
+ * The responder sent every response up to psn (an ACK or a later response
+ * says so): those of (acked_psn, psn] that have not come are lost, holes
+ * to ask for again. Returns the PSN up to which they could be noted: psn,
+ * or less when the hole table is full.
+ */
+static uint32_t note_lost(struct u4v_qp *qp, uint32_t psn)
+{
+	uint32_t lo = psn_add(qp->acked_psn, 1), i = qp->sq_head, n, a, b;
+
+	if (psn_lt(psn, lo))
+		return psn;
+	for (n = 0; n < qp->sq_count; n++, i++) {
+		struct u4v_swqe *w = u4v_sq_at(qp, i);
+
+		if (!w->psn_assigned || psn_lt(psn, w->first_psn))
+			break;
+		if (rd_span(w, lo, psn, &a, &b) &&
+		    u4v_holes_add(&qp->rd_holes, a,
+				  (uint32_t)psn_diff(b, a) + 1))
+			return psn_add(a, U4V_PSN_MASK);
+	}
+	return psn;
+}
+
+/*
+ * A NAK says which requests arrived, not which READ responses went out
+ * (they may still wait in the responder's queue): it acknowledges no
+ * further than the first READ / atomic response not in yet.
+ */
+static uint32_t nak_limit(struct u4v_qp *qp, uint32_t psn)
+{
+	uint32_t lo = psn_add(qp->acked_psn, 1), i = qp->sq_head, n, a, b;
+
+	for (n = 0; n < qp->sq_count; n++, i++) {
+		struct u4v_swqe *w = u4v_sq_at(qp, i);
+
+		if (!w->psn_assigned || psn_lt(psn, w->first_psn))
+			break;
+		if (rd_span(w, lo, psn, &a, &b))
+			return psn_add(a, U4V_PSN_MASK);
+	}
+	return psn;
+}
+
+enum ack_kind {
+	ACK_AETH,     /* an ACK: every response up to it was sent */
+	ACK_RESPONSE, /* a response, placed by the caller */
+	ACK_NAK,      /* the PSN before a NAK's */
+};
+
+/*
+ * Everything up to and including psn is acknowledged. A SEND / WRITE
+ * covered by it is done whatever its state: after a rewind its frames may
+ * be queued for resending while the originals were in fact delivered. A
+ * READ or atomic is done when its responses are in. False if psn could not
+ * be taken (nothing new, or no room to note the responses it overtook).
+ */
+static bool ack_to(struct u4v_qp *qp, uint32_t psn, enum ack_kind kind)
+{
+	uint32_t i = qp->sq_head, n, upto;
 	uint32_t last_sent = psn_add(qp->sq_psn, U4V_PSN_MASK);
 
 	if (psn_diff(psn, qp->acked_psn) <= 0 || psn_diff(psn, last_sent) > 0)
-		return;
-	qp->acked_psn = psn;
-	qp->retries_left = qp->retry_cnt;
-	qp->rnr_left = qp->rnr_retry;
+		return false;
+	if (kind == ACK_NAK) {
+		upto = nak_limit(qp, psn);
+	} else {
+		uint32_t before = kind == ACK_RESPONSE ?
+					  psn_add(psn, U4V_PSN_MASK) :
+					  psn;
+
+		upto = note_lost(qp, before);
+		if (upto == before)
+			upto = psn;
+	}
+	if (psn_diff(upto, qp->acked_psn) <= 0)
+		return false;
+	qp->acked_psn = upto;
 	qp->dup_acks = 0;
-	u4v_req_arm_timer(qp, u4v_now());
+	progress(qp);
 	for (n = 0; n < qp->sq_count; n++, i++) {
 		struct u4v_swqe *w = u4v_sq_at(qp, i);
 		uint32_t last = psn_add(w->first_psn, w->npsn - 1);
 
-		if (!w->psn_assigned || psn_diff(last, psn) > 0)
+		if (!w->psn_assigned || psn_diff(last, upto) > 0)
 			break;
-		if (w->state == U4V_WQE_DONE)
-			continue;
-		if (!is_rd_atomic(w->opcode)) {
-			w->state = U4V_WQE_SENT; /* so finish() counts it */
-			finish(qp, w, IBV_WC_SUCCESS);
-		} else if (!qp->resend_one) {
-			/* acknowledged past a read whose data is missing */
-			qp->resend_one = true;
-			qp->resend_psn = psn_add(w->first_psn, w->resp_frames);
-		}
+		if (w->state != U4V_WQE_DONE && !u4v_rd_atomic(w->opcode))
+			finish(w, IBV_WC_SUCCESS);
 	}
 	/* the send cursor never rests on a finished WQE */
 	while (qp->sq_send != qp->sq_tail &&
 	       u4v_sq_at(qp, qp->sq_send)->state == U4V_WQE_DONE)
 		qp->sq_send = qp->sq_send + 1;
+	return upto == psn;
 }
 
 static void fail_at(struct u4v_qp *qp, uint32_t psn, enum ibv_wc_status st)
@@ -77,7 +148,23 @@ static void fail_at(struct u4v_qp *qp, uint32_t psn, enum ibv_wc_status st)
 	if (!w)
 		w = u4v_sq_at(qp, qp->sq_head);
 	if (qp->sq_count)
-		finish(qp, w, st);
+		finish(w, st);
+}
+
+/*
+ * Does an ACK that repeats acked_psn hint at a lost request frame? Only if
+ * a SEND / WRITE follows: a responder also repeats its ACK after each READ
+ * it served, and lost READ responses are holes, found otherwise.
+ */
+static bool dup_ack_counts(struct u4v_qp *qp)
+{
+	uint32_t next = psn_add(qp->acked_psn, 1);
+	struct u4v_swqe *w;
+
+	if (next == qp->sq_psn)
+		return false;
+	w = u4v_req_find(qp, next);
+	return w && !u4v_rd_atomic(w->opcode);
 }
 
 static void on_aeth(struct u4v_qp *qp, const struct u4w_hdr *h)
@@ -87,19 +174,18 @@ static void on_aeth(struct u4v_qp *qp, const struct u4w_hdr *h)
 
 	switch (h->syndrome) {
 	case U4W_AETH_ACK:
-		if (h->psn == qp->acked_psn &&
-		    psn_add(qp->acked_psn, 1) != qp->sq_psn) {
+		if (h->psn == qp->acked_psn && dup_ack_counts(qp)) {
 			__atomic_fetch_add(&cnt->dup_acks, 1, __ATOMIC_RELAXED);
 			if (++qp->dup_acks == U4V_DUP_ACK_THRESH) {
 				qp->dup_acks = 0;
 				qp->resend_one = true;
-				qp->resend_psn = psn_add(qp->acked_psn, 1);
+				qp->resend_psn = u4v_req_oldest_missing(qp);
 			}
 		}
-		ack_to(qp, h->psn);
+		ack_to(qp, h->psn, ACK_AETH);
 		break;
 	case U4W_AETH_RNR_NAK:
-		ack_to(qp, prev);
+		ack_to(qp, prev, ACK_NAK);
 		__atomic_fetch_add(&cnt->rnr_naks_rcvd, 1, __ATOMIC_RELAXED);
 		if (qp->rnr_retry != 7) {
 			if (!qp->rnr_left) {
@@ -114,127 +200,99 @@ static void on_aeth(struct u4v_qp *qp, const struct u4w_hdr *h)
 		u4v_req_rewind(qp, h->psn);
 		break;
 	case U4W_AETH_NAK_SEQ:
-		ack_to(qp, prev);
+		ack_to(qp, prev, ACK_NAK);
 		__atomic_fetch_add(&cnt->seq_naks_rcvd, 1, __ATOMIC_RELAXED);
 		qp->resend_one = true;
 		qp->resend_psn = h->psn;
 		break;
 	case U4W_AETH_NAK_INV_REQ:
-		ack_to(qp, prev);
+		ack_to(qp, prev, ACK_NAK);
 		fail_at(qp, h->psn, IBV_WC_REM_INV_REQ_ERR);
 		break;
 	case U4W_AETH_NAK_REM_ACCESS:
-		ack_to(qp, prev);
+		ack_to(qp, prev, ACK_NAK);
 		fail_at(qp, h->psn, IBV_WC_REM_ACCESS_ERR);
 		break;
 	default:
-		ack_to(qp, prev);
+		ack_to(qp, prev, ACK_NAK);
 		fail_at(qp, h->psn, IBV_WC_REM_OP_ERR);
 		break;
 	}
 }
 
-/* The oldest READ / atomic WQE still waiting for its response. */
-static struct u4v_swqe *waiting_response(struct u4v_qp *qp)
-{
-	uint32_t i = qp->sq_head, n;
-
-	for (n = 0; n < qp->sq_count; n++, i++) {
-		struct u4v_swqe *w = u4v_sq_at(qp, i);
-
-		if (!w->psn_assigned)
-			break;
-		if (w->state == U4V_WQE_SENT && is_rd_atomic(w->opcode))
-			return w;
-	}
-	return NULL;
-}
-
-static uint32_t expected_resp_psn(const struct u4v_swqe *w)
-{
-	return psn_add(w->first_psn, w->resp_frames);
-}
-
-/* Place one in-order response. False: malformed, dropped. */
-static bool take_response(struct u4v_qp *qp, struct u4v_swqe *w,
-			  const struct u4w_hdr *h, const uint8_t *payload)
+/* Is h a well-formed response for w? */
+static bool response_fits(const struct u4v_swqe *w, const struct u4w_hdr *h)
 {
 	uint32_t op = U4W_OP(h->opcode);
+	uint32_t idx = (uint32_t)psn_diff(h->psn, w->first_psn);
 
 	if (h->syndrome != U4W_AETH_ACK)
 		return false;
-	if (w->opcode == IBV_WR_RDMA_READ) {
-		uint32_t idx = w->resp_frames;
-		bool first = idx == 0, last = idx + 1 == w->npsn;
-		uint32_t want = first && last ? U4W_READ_RESP_ONLY :
-				first	      ? U4W_READ_RESP_FIRST :
-				last	      ? U4W_READ_RESP_LAST :
-						U4W_READ_RESP_MIDDLE;
-
-		/* a re-requested read restarts with FIRST/ONLY mid-way */
-		if (op != want && !(idx && (op == U4W_READ_RESP_FIRST ||
-					    op == U4W_READ_RESP_ONLY) &&
-				    (want == U4W_READ_RESP_MIDDLE ||
-				     want == U4W_READ_RESP_LAST)))
-			return false;
-		if (h->paylen != u4f_frame_len(w->length, idx))
-			return false;
-		u4v_sge_copy_in(w->sge, w->num_sge,
-				(uint64_t)idx * U4W_GRANULE, payload,
-				h->paylen);
-		w->resp_frames++;
-		if (w->resp_frames == w->npsn)
-			finish(qp, w, IBV_WC_SUCCESS);
-	} else {
-		if (op != U4W_ATOMIC_ACK)
-			return false;
-		memcpy((void *)(uintptr_t)w->sge[0].addr, &h->orig, 8);
-		w->resp_frames = 1;
-		finish(qp, w, IBV_WC_SUCCESS);
-	}
-	ack_to(qp, h->psn);
-	return true;
+	if (w->opcode != IBV_WR_RDMA_READ)
+		return op == U4W_ATOMIC_ACK;
+	if (op == U4W_ATOMIC_ACK)
+		return false;
+	/* a part asked for again begins with FIRST (or is ONLY) anywhere */
+	if (idx == 0 && op != U4W_READ_RESP_FIRST && op != U4W_READ_RESP_ONLY)
+		return false;
+	if (idx + 1 == w->npsn && op != U4W_READ_RESP_LAST &&
+	    op != U4W_READ_RESP_ONLY)
+		return false;
+	return h->paylen == u4f_frame_len(w->length, idx);
 }
 
+/*
+ * A READ or atomic response. Every frame has its place (frame i of a READ
+ * at i * granule), so one that overtook lost ones is placed at once and
+ * the lost ones become holes; a hole's frame fills it. Anything else is a
+ * duplicate.
+ */
 static void on_response(struct u4v_qp *qp, const struct u4w_hdr *h,
-			const uint8_t *payload, const void *frame,
-			uint32_t len)
+			const uint8_t *payload)
 {
-	struct u4v_swqe *w = waiting_response(qp);
-	void *held;
-	uint32_t hlen;
-	int32_t d;
+	struct u4v_swqe *w = u4v_req_find(qp, h->psn);
+	uint32_t seq = 0;
 
-	if (!w)
-		return; /* stale duplicate */
-	d = psn_diff(h->psn, expected_resp_psn(w));
-	if (d < 0)
-		return;
-	if (d > 0) {
-		if (!u4f_reorder_hold(&qp->resp_reorder, expected_resp_psn(w),
-				      h->psn, frame, len))
-			__atomic_fetch_add(&qp->ctx->cnt->ooo_frames, 1,
-					   __ATOMIC_RELAXED);
+	if (!w || !u4v_rd_atomic(w->opcode) || w->state == U4V_WQE_DONE) {
+		__atomic_fetch_add(&qp->ctx->cnt->dup_frames_rcvd, 1,
+				   __ATOMIC_RELAXED);
 		return;
 	}
-	if (!take_response(qp, w, h, payload))
+	if (!response_fits(w, h)) {
+		__atomic_fetch_add(&qp->ctx->cnt->bad_frames, 1,
+				   __ATOMIC_RELAXED);
 		return;
-	/* frames that were waiting for this one */
-	while ((w = waiting_response(qp)) &&
-	       u4f_reorder_take(&qp->resp_reorder, expected_resp_psn(w), &held,
-				&hlen)) {
-		struct u4w_hdr hh;
-
-		if (!u4w_decode(held, hlen, &hh))
-			take_response(qp, w, &hh,
-				      (const uint8_t *)held +
-					      u4w_hdr_len(hh.opcode));
-		free(held);
 	}
+	if (psn_diff(h->psn, qp->acked_psn) > 0) {
+		if (!ack_to(qp, h->psn, ACK_RESPONSE))
+			return; /* no room to note what it overtook: lost */
+	} else {
+		int r = u4v_holes_fill(&qp->rd_holes, h->psn, &seq);
+
+		if (r <= 0) {
+			if (!r)
+				__atomic_fetch_add(&qp->ctx->cnt->dup_frames_rcvd,
+						   1, __ATOMIC_RELAXED);
+			return;
+		}
+		/* asks are served in order: older ones still open were lost */
+		if (seq)
+			u4v_holes_reask(&qp->rd_holes, seq);
+		progress(qp);
+	}
+	if (w->opcode == IBV_WR_RDMA_READ)
+		u4v_sge_copy_in(w->sge, w->num_sge,
+				(uint64_t)psn_diff(h->psn, w->first_psn) *
+					U4W_GRANULE,
+				payload, h->paylen);
+	else
+		memcpy((void *)(uintptr_t)w->sge[0].addr, &h->orig, 8);
+	if (++w->resp_placed == w->npsn)
+		finish(w, IBV_WC_SUCCESS);
 }
 
 void u4v_comp_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
-		    const uint8_t *payload, const void *frame, uint32_t len)
+		    const uint8_t *payload)
 {
 	if (qp->type != IBV_QPT_RC ||
 	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
@@ -242,7 +300,7 @@ void u4v_comp_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 	if (U4W_OP(h->opcode) == U4W_ACK)
 		on_aeth(qp, h);
 	else
-		on_response(qp, h, payload, frame, len);
+		on_response(qp, h, payload);
 	u4v_req_complete_ready(qp);
 	if (qp->state != IBV_QPS_ERR)
 		u4v_qp_tx(qp);

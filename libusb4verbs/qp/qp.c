@@ -33,7 +33,6 @@ static int check_init(const struct u4v_qp_init *init)
 static int alloc_queues(struct u4v_qp *qp)
 {
 	struct ibv_qp_cap *c = &qp->cap;
-	int ret;
 
 	/* granted = requested, at least 1; the inline area per WQE */
 	if (!c->max_send_wr)
@@ -53,6 +52,14 @@ static int alloc_queues(struct u4v_qp *qp)
 				       c->max_inline_data);
 	if (!qp->sq || !qp->sq_sges || (c->max_inline_data && !qp->sq_inline))
 		return ENOMEM;
+	/* responder state of READ and atomics, whoever feeds the receives */
+	if (qp->type == IBV_QPT_RC) {
+		qp->jobs = calloc(U4V_RESP_JOBS, sizeof(*qp->jobs));
+		qp->rd_hist = calloc(U4V_MAX_QP_RD_ATOM, sizeof(*qp->rd_hist));
+		qp->atomics = calloc(U4V_MAX_QP_RD_ATOM, sizeof(*qp->atomics));
+		if (!qp->jobs || !qp->rd_hist || !qp->atomics)
+			return ENOMEM;
+	}
 	if (qp->srq) {
 		c->max_recv_wr = 0;
 		c->max_recv_sge = 0;
@@ -60,16 +67,7 @@ static int alloc_queues(struct u4v_qp *qp)
 	}
 	if (!c->max_recv_sge)
 		c->max_recv_sge = 1;
-	ret = u4v_rq_init(&qp->rq, c->max_recv_wr, c->max_recv_sge);
-	if (ret)
-		return ret;
-	if (qp->type == IBV_QPT_RC) {
-		qp->reads = calloc(U4V_READ_JOBS, sizeof(*qp->reads));
-		qp->atomics = calloc(U4V_MAX_QP_RD_ATOM, sizeof(*qp->atomics));
-		if (!qp->reads || !qp->atomics)
-			return ENOMEM;
-	}
-	return 0;
+	return u4v_rq_init(&qp->rq, c->max_recv_wr, c->max_recv_sge);
 }
 
 static void free_queues(struct u4v_qp *qp)
@@ -80,10 +78,10 @@ static void free_queues(struct u4v_qp *qp)
 	free(qp->sq_sges);
 	free(qp->sq_inline);
 	u4v_rq_destroy(&qp->rq);
-	free(qp->reads);
+	free(qp->jobs);
+	free(qp->rd_hist);
 	free(qp->atomics);
 	u4f_reorder_destroy(&qp->req_reorder);
-	u4f_reorder_destroy(&qp->resp_reorder);
 	u4v_hold_clear(qp);
 	for (i = 0; i < U4V_UD_PARTIALS; i++)
 		free(qp->ud_part[i].buf);
@@ -116,7 +114,6 @@ int u4v_create_qp(struct u4v_pd *pd, struct u4v_qp_init *init,
 	qp->path_mtu = U4V_MTU;
 	u4v_mutex_init(&qp->lock);
 	u4f_reorder_init(&qp->req_reorder, U4V_WINDOW);
-	u4f_reorder_init(&qp->resp_reorder, U4V_WINDOW);
 	ret = alloc_queues(qp);
 	if (ret)
 		goto err;
@@ -265,9 +262,9 @@ void u4v_qp_flush(struct u4v_qp *qp)
 	}
 	qp->retry_deadline = qp->probe_deadline = 0;
 	qp->rnr_deadline = 0;
-	qp->nreads = 0;
+	qp->njobs = qp->nreplays = 0;
+	u4v_holes_reset(&qp->rd_holes);
 	u4f_reorder_clear(&qp->req_reorder);
-	u4f_reorder_clear(&qp->resp_reorder);
 }
 
 void u4v_qp_to_error(struct u4v_qp *qp)
@@ -300,8 +297,9 @@ static void reset_state(struct u4v_qp *qp)
 	qp->resend_one = false;
 	qp->dup_acks = 0;
 	u4v_hold_clear(qp);
-	qp->nreads = 0;
+	qp->njobs = qp->nreplays = 0;
 	qp->rd_pending = 0;
+	u4v_holes_reset(&qp->rd_holes);
 	qp->ack_pending = false;
 	qp->nak_sent = false;
 	qp->pending_nak = 0;
@@ -309,10 +307,11 @@ static void reset_state(struct u4v_qp *qp)
 	qp->peer = NULL;
 	for (i = 0; qp->atomics && i < U4V_MAX_QP_RD_ATOM; i++)
 		qp->atomics[i].valid = false;
+	for (i = 0; qp->rd_hist && i < U4V_MAX_QP_RD_ATOM; i++)
+		qp->rd_hist[i].valid = false;
 	for (i = 0; i < U4V_UD_PARTIALS; i++)
 		qp->ud_part[i].used = false;
 	u4f_reorder_clear(&qp->req_reorder);
-	u4f_reorder_clear(&qp->resp_reorder);
 }
 
 int u4v_modify_qp(struct u4v_qp *qp, struct ibv_qp_attr *attr, int mask)

@@ -13,26 +13,23 @@
 #include "rel/timer.h"
 #include "wire/opcode.h"
 
-static bool is_rd_atomic(enum ibv_wr_opcode op)
-{
-	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 static uint32_t rd_limit(const struct u4v_qp *qp)
 {
 	return qp->max_rd_atomic ? qp->max_rd_atomic : 1;
 }
 
-/* Frame idx of WQE w; false when the TX ring is full. */
+/*
+ * Frame idx of WQE w; false when the TX ring is full. For a READ, idx is
+ * the first response asked for and rd_n how many (0: to the end).
+ */
 static bool emit_frame(struct u4v_qp *qp, struct u4v_peer *peer,
-		       struct u4v_swqe *w, uint32_t idx)
+		       struct u4v_swqe *w, uint32_t idx, uint32_t rd_n)
 {
 	struct u4w_hdr h;
 	uint32_t paylen = 0;
 	const void *payload = NULL;
 	uint64_t off = (uint64_t)idx * U4W_GRANULE;
-	bool last = idx + 1 == w->nframes;
+	bool last = idx + 1 == w->nframes || u4v_rd_atomic(w->opcode);
 
 	memset(&h, 0, sizeof(h));
 	h.opcode = u4w_qpt_transport(qp->type) |
@@ -46,11 +43,11 @@ static bool emit_frame(struct u4v_qp *qp, struct u4v_peer *peer,
 		h.flags |= U4W_F_ACKREQ;
 	switch (w->opcode) {
 	case IBV_WR_RDMA_READ:
-		off = (uint64_t)w->resp_frames * U4W_GRANULE;
-		h.psn = psn_add(w->first_psn, w->resp_frames);
 		h.va = w->remote_addr + off;
 		h.rkey = w->rkey;
 		h.dma_len = (uint32_t)(w->length - off);
+		if (rd_n && (uint64_t)rd_n * U4W_GRANULE < h.dma_len)
+			h.dma_len = rd_n * U4W_GRANULE;
 		break;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 		h.va = w->remote_addr;
@@ -88,6 +85,84 @@ static bool emit_frame(struct u4v_qp *qp, struct u4v_peer *peer,
 }
 
 /*
+ * What to ask for when READ / atomic WQE w is sent (again): responses
+ * [*idx, *idx + *n). Its whole request while nothing is acknowledged past
+ * its start (the request may have been lost). After that, the responder
+ * executed it and every response up to acked_psn was sent: the lost ones
+ * are holes, asked for on their own, and the tail may merely be slow. Then
+ * only its last response is asked for, which costs one frame: if it was
+ * sent, it arrives after the others and shows which were lost; if not, the
+ * rest is still on its way. False: nothing to ask for.
+ */
+static bool rd_tail(const struct u4v_qp *qp, const struct u4v_swqe *w,
+		    uint32_t *idx, uint32_t *n)
+{
+	uint32_t last = psn_add(w->first_psn, w->npsn - 1);
+
+	if (psn_lt(qp->acked_psn, w->first_psn)) {
+		*idx = 0;
+		*n = 0; /* all of it */
+		return true;
+	}
+	if (!psn_lt(qp->acked_psn, last))
+		return false;
+	*idx = w->npsn - 1;
+	*n = 1;
+	return true;
+}
+
+/* Send request frame idx of w, or for a READ / atomic its tail. */
+static bool emit_next(struct u4v_qp *qp, struct u4v_peer *peer,
+		      struct u4v_swqe *w, uint32_t idx)
+{
+	uint32_t n = 0;
+
+	if (qp->type == IBV_QPT_RC && u4v_rd_atomic(w->opcode) &&
+	    !rd_tail(qp, w, &idx, &n))
+		return true;
+	return emit_frame(qp, peer, w, idx, n);
+}
+
+/* Ask for hole of w again. False when the TX ring is full. */
+static bool ask(struct u4v_qp *qp, struct u4v_peer *peer, struct u4v_swqe *w,
+		struct u4v_hole *hole)
+{
+	uint32_t idx = (uint32_t)psn_diff(hole->psn, w->first_psn);
+
+	if (!emit_frame(qp, peer, w, idx, hole->n))
+		return false;
+	u4v_holes_asked(&qp->rd_holes, hole);
+	__atomic_fetch_add(&qp->ctx->cnt->retransmits, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* Ask for the holes not asked for yet. False when the TX ring is full. */
+static bool send_asks(struct u4v_qp *qp, struct u4v_peer *peer)
+{
+	struct u4v_holes *t = &qp->rd_holes;
+	uint32_t i = 0;
+
+	while (t->unasked && i < t->count) {
+		struct u4v_hole *hole = &t->h[i];
+		struct u4v_swqe *w;
+
+		if (hole->seq) {
+			i++;
+			continue;
+		}
+		w = u4v_req_find(qp, hole->psn);
+		if (!w || w->state == U4V_WQE_DONE) {
+			u4v_holes_remove(t, hole); /* slot i holds another */
+			continue;
+		}
+		if (!ask(qp, peer, w, hole))
+			return false;
+		i++;
+	}
+	return true;
+}
+
+/*
  * Is anything waiting for an acknowledgement? A WQE that got its PSNs is,
  * even when a rewind queued it again and the ring is full: the timer must
  * keep running so that a dead peer always ends in status 12.
@@ -114,7 +189,9 @@ static void push_connected(struct u4v_qp *qp, uint64_t now)
 	bool blocked = false;
 
 	pthread_mutex_lock(&peer->tx_lock);
-	if (qp->resend_one) {
+	if (!send_asks(qp, peer))
+		blocked = true;
+	if (!blocked && qp->resend_one) {
 		if (u4v_req_resend(qp, qp->resend_psn))
 			qp->resend_one = false;
 		else
@@ -131,7 +208,7 @@ static void push_connected(struct u4v_qp *qp, uint64_t now)
 		if (!w->psn_assigned) {
 			if (qp->state == IBV_QPS_SQD)
 				break;
-			if (rc && is_rd_atomic(w->opcode) &&
+			if (rc && u4v_rd_atomic(w->opcode) &&
 			    qp->rd_pending >= rd_limit(qp))
 				break;
 			if (rc && (w->send_flags & IBV_SEND_FENCE) &&
@@ -140,6 +217,8 @@ static void push_connected(struct u4v_qp *qp, uint64_t now)
 			w->first_psn = qp->sq_psn;
 			qp->sq_psn = psn_add(qp->sq_psn, w->npsn);
 			w->psn_assigned = true;
+			if (rc && u4v_rd_atomic(w->opcode))
+				qp->rd_pending++;
 		}
 		while (w->next_frame < w->nframes) {
 			uint32_t psn = psn_add(w->first_psn, w->next_frame);
@@ -147,11 +226,11 @@ static void push_connected(struct u4v_qp *qp, uint64_t now)
 			if (rc && psn_diff(psn, qp->acked_psn) > (int)U4V_WINDOW)
 				goto out; /* window full: wait for ACKs */
 			if (rc && psn_le(psn, qp->acked_psn) &&
-			    !is_rd_atomic(w->opcode)) {
+			    !u4v_rd_atomic(w->opcode)) {
 				w->next_frame++; /* delivered before a rewind */
 				continue;
 			}
-			if (!emit_frame(qp, peer, w, w->next_frame)) {
+			if (!emit_next(qp, peer, w, w->next_frame)) {
 				blocked = true;
 				goto out;
 			}
@@ -159,8 +238,6 @@ static void push_connected(struct u4v_qp *qp, uint64_t now)
 		}
 		if (rc) {
 			w->state = U4V_WQE_SENT;
-			if (is_rd_atomic(w->opcode))
-				qp->rd_pending++;
 			if (!qp->retry_deadline)
 				u4v_req_arm_timer(qp, now);
 		} else {
@@ -199,7 +276,8 @@ static void push_ud(struct u4v_qp *qp)
 		if (peer) {
 			pthread_mutex_lock(&peer->tx_lock);
 			while (w->next_frame < w->nframes) {
-				if (!emit_frame(qp, peer, w, w->next_frame)) {
+				if (!emit_frame(qp, peer, w, w->next_frame,
+						0)) {
 					blocked = true;
 					break;
 				}
@@ -224,7 +302,8 @@ void u4v_req_push(struct u4v_qp *qp)
 
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return;
-	if (qp->sq_send == qp->sq_tail && !qp->resend_one)
+	if (qp->sq_send == qp->sq_tail && !qp->resend_one &&
+	    !qp->rd_holes.unasked)
 		return;
 	now = u4v_now();
 	if (qp->rnr_deadline) {
@@ -263,15 +342,29 @@ struct u4v_swqe *u4v_req_find(struct u4v_qp *qp, uint32_t psn)
 bool u4v_req_resend(struct u4v_qp *qp, uint32_t psn)
 {
 	struct u4v_swqe *w = u4v_req_find(qp, psn);
-	uint32_t idx;
+	struct u4v_hole *hole;
+	uint32_t idx, n;
 
 	if (!w || w->state == U4V_WQE_DONE)
 		return true;
-	idx = is_rd_atomic(w->opcode) ? 0 : (uint32_t)psn_diff(psn,
-							      w->first_psn);
+	if (u4v_rd_atomic(w->opcode)) {
+		hole = u4v_holes_find(&qp->rd_holes, psn);
+		if (hole)
+			return ask(qp, qp->peer, w, hole);
+		if (!w->next_frame && w->state != U4V_WQE_SENT)
+			return true; /* not sent yet */
+		if (!rd_tail(qp, w, &idx, &n))
+			return true;
+		if (!emit_frame(qp, qp->peer, w, idx, n))
+			return false;
+		__atomic_fetch_add(&qp->ctx->cnt->retransmits, 1,
+				   __ATOMIC_RELAXED);
+		return true;
+	}
+	idx = (uint32_t)psn_diff(psn, w->first_psn);
 	if (idx >= w->next_frame && w->state != U4V_WQE_SENT)
 		return true; /* not sent yet: nothing to repeat */
-	if (!emit_frame(qp, qp->peer, w, idx))
+	if (!emit_frame(qp, qp->peer, w, idx, 0))
 		return false;
 	__atomic_fetch_add(&qp->ctx->cnt->retransmits, 1, __ATOMIC_RELAXED);
 	return true;
@@ -280,7 +373,7 @@ bool u4v_req_resend(struct u4v_qp *qp, uint32_t psn)
 /* Go back to psn: every frame from there on is sent again. */
 void u4v_req_rewind(struct u4v_qp *qp, uint32_t psn)
 {
-	uint32_t i = qp->sq_head, n, rd = 0;
+	uint32_t i = qp->sq_head, n;
 	bool found = false;
 
 	for (n = 0; n < qp->sq_count; n++, i++) {
@@ -289,18 +382,15 @@ void u4v_req_rewind(struct u4v_qp *qp, uint32_t psn)
 
 		if (!w->psn_assigned)
 			break;
+		if (w->state == U4V_WQE_DONE)
+			continue; /* a READ past a hole can be done */
 		if (!found) {
 			d = psn_diff(psn, w->first_psn);
-			if (w->state == U4V_WQE_DONE ||
-			    d >= (int32_t)w->npsn) {
-				if (w->state == U4V_WQE_SENT &&
-				    is_rd_atomic(w->opcode))
-					rd++;
+			if (d >= (int32_t)w->npsn)
 				continue;
-			}
 			found = true;
 			qp->sq_send = i;
-			w->next_frame = is_rd_atomic(w->opcode) || d < 0 ?
+			w->next_frame = u4v_rd_atomic(w->opcode) || d < 0 ?
 						0 :
 						(uint32_t)d;
 		} else {
@@ -311,8 +401,25 @@ void u4v_req_rewind(struct u4v_qp *qp, uint32_t psn)
 		if (w->state == U4V_WQE_POSTED && w->next_frame >= w->nframes)
 			w->next_frame = 0;
 	}
-	if (found)
-		qp->rd_pending = rd;
+}
+
+uint32_t u4v_req_oldest_missing(struct u4v_qp *qp)
+{
+	uint32_t next = psn_add(qp->acked_psn, 1), i = qp->sq_head, n, p;
+
+	for (n = 0; n < qp->sq_count; n++, i++) {
+		struct u4v_swqe *w = u4v_sq_at(qp, i);
+
+		if (!w->psn_assigned)
+			break;
+		if (w->state == U4V_WQE_DONE)
+			continue;
+		if (u4v_rd_atomic(w->opcode) &&
+		    u4v_holes_first(&qp->rd_holes, w->first_psn, w->npsn, &p))
+			return p;
+		return psn_diff(w->first_psn, next) > 0 ? w->first_psn : next;
+	}
+	return next;
 }
 
 /*
@@ -368,7 +475,7 @@ void u4v_req_timer(struct u4v_qp *qp, uint64_t now)
 			qp->probe_deadline =
 				now + probe_ns(u4v_ack_timeout_ns(qp->timeout));
 			qp->resend_one = true;
-			qp->resend_psn = psn_add(qp->acked_psn, 1);
+			qp->resend_psn = u4v_req_oldest_missing(qp);
 			u4v_qp_tx(qp);
 		}
 		return;
@@ -384,7 +491,8 @@ void u4v_req_timer(struct u4v_qp *qp, uint64_t now)
 		return;
 	}
 	qp->retries_left--;
-	u4v_req_rewind(qp, psn_add(qp->acked_psn, 1));
+	u4v_holes_reask(&qp->rd_holes, 0);
+	u4v_req_rewind(qp, u4v_req_oldest_missing(qp));
 	__atomic_fetch_add(&qp->ctx->cnt->retransmits, 1, __ATOMIC_RELAXED);
 	u4v_req_arm_timer(qp, now);
 	u4v_qp_tx(qp);
@@ -411,6 +519,9 @@ void u4v_req_complete_ready(struct u4v_qp *qp)
 		}
 		if (qp->sq_send == qp->sq_head)
 			qp->sq_send = qp->sq_send + 1;
+		if (w->psn_assigned && qp->type == IBV_QPT_RC &&
+		    u4v_rd_atomic(w->opcode) && qp->rd_pending)
+			qp->rd_pending--;
 		qp->sq_head = qp->sq_head + 1;
 		qp->sq_count--;
 		if (w->status) {

@@ -175,39 +175,84 @@ static enum exec_result exec_write(struct u4v_qp *qp, const struct u4w_hdr *h,
 	return EXEC_OK;
 }
 
-static bool add_read_job(struct u4v_qp *qp, const struct u4w_hdr *h)
+/*
+ * Queue a response job. A replay goes behind the replays already queued,
+ * ahead of new requests: a requester asks again for what it lost and
+ * expects those answers in the order it asked. NULL when full.
+ */
+static struct u4v_resp_job *add_job(struct u4v_qp *qp, uint32_t psn,
+				    bool replay)
 {
-	struct u4v_read_job *job;
+	struct u4v_resp_job *job;
+	uint32_t at = replay ? qp->nreplays : qp->njobs;
 
-	if (qp->nreads == U4V_READ_JOBS)
+	if (replay ? qp->nreplays == U4V_RESP_REPLAYS :
+		     qp->njobs - qp->nreplays == U4V_MAX_QP_RD_ATOM)
+		return NULL;
+	memmove(&qp->jobs[at + 1], &qp->jobs[at],
+		sizeof(*qp->jobs) * (qp->njobs - at));
+	qp->njobs++;
+	qp->nreplays += replay;
+	job = &qp->jobs[at];
+	memset(job, 0, sizeof(*job));
+	job->psn = psn;
+	job->nframes = 1;
+	return job;
+}
+
+/* READ responses [psn, ...) for len bytes from va. */
+static bool add_read_job(struct u4v_qp *qp, uint32_t psn, uint64_t va,
+			 uint64_t len, uint32_t rkey, bool replay)
+{
+	struct u4v_resp_job *job = add_job(qp, psn, replay);
+
+	if (!job)
 		return false;
-	job = &qp->reads[qp->nreads++];
-	job->psn = h->psn;
-	job->nframes = u4f_nframes(h->dma_len);
-	job->next = 0;
-	job->va = h->va;
-	job->len = h->dma_len;
-	job->rkey = h->rkey;
+	job->nframes = u4f_nframes(len);
+	job->va = va;
+	job->len = len;
+	job->rkey = rkey;
+	return true;
+}
+
+static bool add_atomic_job(struct u4v_qp *qp, uint32_t psn, uint64_t orig,
+			   bool replay)
+{
+	struct u4v_resp_job *job = add_job(qp, psn, replay);
+
+	if (!job)
+		return false;
+	job->atomic = true;
+	job->orig = orig;
 	return true;
 }
 
 static enum exec_result exec_read(struct u4v_qp *qp, const struct u4w_hdr *h,
 				  uint8_t *syndrome)
 {
+	struct u4v_read_rec *rec;
+
 	if (!qp_allows(qp, IBV_ACCESS_REMOTE_READ) ||
 	    u4v_mr_check_remote(qp->pd, h->rkey, h->va, h->dma_len,
 				IBV_ACCESS_REMOTE_READ, NULL)) {
 		*syndrome = U4W_AETH_NAK_REM_ACCESS;
 		return EXEC_NAK;
 	}
-	if (h->dma_len > U4V_MAX_MSG_SZ || !add_read_job(qp, h)) {
+	if (h->dma_len > U4V_MAX_MSG_SZ ||
+	    !add_read_job(qp, h->psn, h->va, h->dma_len, h->rkey, false)) {
 		*syndrome = U4W_AETH_NAK_INV_REQ;
 		return EXEC_NAK;
 	}
+	/* remembered to serve it again when responses are lost */
+	rec = &qp->rd_hist[qp->rd_hist_next++ % U4V_MAX_QP_RD_ATOM];
+	rec->psn = h->psn;
+	rec->nframes = u4f_nframes(h->dma_len);
+	rec->va = h->va;
+	rec->len = h->dma_len;
+	rec->rkey = h->rkey;
+	rec->valid = true;
 	return EXEC_OK;
 }
-
-static bool send_atomic_ack(struct u4v_qp *qp, uint32_t psn, uint64_t orig);
 
 static enum exec_result exec_atomic(struct u4v_qp *qp, const struct u4w_hdr *h,
 				   uint8_t *syndrome)
@@ -225,6 +270,10 @@ static enum exec_result exec_atomic(struct u4v_qp *qp, const struct u4w_hdr *h,
 		*syndrome = U4W_AETH_NAK_REM_ACCESS;
 		return EXEC_NAK;
 	}
+	if (qp->njobs - qp->nreplays == U4V_MAX_QP_RD_ATOM) {
+		*syndrome = U4W_AETH_NAK_INV_REQ; /* past max_dest_rd_atomic */
+		return EXEC_NAK;
+	}
 	/* atomic against every other atomic on this target, in any process */
 	target = (uint64_t *)(uintptr_t)h->va;
 	if (U4W_OP(h->opcode) == U4W_CMP_SWAP) {
@@ -239,7 +288,7 @@ static enum exec_result exec_atomic(struct u4v_qp *qp, const struct u4w_hdr *h,
 	done->psn = h->psn;
 	done->orig = orig;
 	done->valid = true;
-	send_atomic_ack(qp, h->psn, orig);
+	add_atomic_job(qp, h->psn, orig, false);
 	return EXEC_OK;
 }
 
@@ -289,12 +338,6 @@ static bool send_now(struct u4v_qp *qp, uint8_t op, uint8_t syndrome,
 	return ok;
 }
 
-static bool send_atomic_ack(struct u4v_qp *qp, uint32_t psn, uint64_t orig)
-{
-	/* lost when the ring is full: the requester asks again */
-	return send_now(qp, U4W_ATOMIC_ACK, U4W_AETH_ACK, psn, orig);
-}
-
 void u4v_send_ack(struct u4v_qp *qp, uint8_t syndrome, uint32_t psn)
 {
 	if (!send_now(qp, U4W_ACK, syndrome, psn, 0) &&
@@ -309,9 +352,9 @@ static uint32_t ackable_psn(const struct u4v_qp *qp)
 {
 	uint32_t a = psn_add(qp->epsn, U4V_PSN_MASK);
 
-	if (qp->nreads) {
-		uint32_t lim = psn_add(qp->reads[0].psn + qp->reads[0].next,
-				       U4V_PSN_MASK);
+	if (qp->njobs > qp->nreplays) {
+		const struct u4v_resp_job *job = &qp->jobs[qp->nreplays];
+		uint32_t lim = psn_add(job->psn + job->next, U4V_PSN_MASK);
 
 		if (psn_lt(lim, a))
 			a = lim;
@@ -324,9 +367,15 @@ static bool resp_tx_locked(struct u4v_qp *qp)
 {
 	struct u4w_hdr h;
 
-	while (qp->nreads) {
-		struct u4v_read_job *job = &qp->reads[0];
+	while (qp->njobs) {
+		struct u4v_resp_job *job = &qp->jobs[0];
 
+		if (job->atomic && !job->next) {
+			if (!emit_aeth(qp, U4W_ATOMIC_ACK, U4W_AETH_ACK,
+				       job->psn, job->orig))
+				return false;
+			job->next = 1;
+		}
 		while (job->next < job->nframes) {
 			uint32_t k = job->next, n = job->nframes;
 			uint32_t op = n == 1	       ? U4W_READ_RESP_ONLY :
@@ -360,9 +409,12 @@ static bool resp_tx_locked(struct u4v_qp *qp)
 				return false;
 			job->next++;
 		}
-		memmove(&qp->reads[0], &qp->reads[1],
-			sizeof(*qp->reads) * --qp->nreads);
-		qp->ack_pending = true;
+		memmove(&qp->jobs[0], &qp->jobs[1],
+			sizeof(*qp->jobs) * --qp->njobs);
+		if (qp->nreplays)
+			qp->nreplays--;
+		else
+			qp->ack_pending = true;
 	}
 	if (qp->ack_pending) {
 		if (!emit_aeth(qp, U4W_ACK, U4W_AETH_ACK, ackable_psn(qp), 0))
@@ -379,7 +431,7 @@ void u4v_resp_tx(struct u4v_qp *qp)
 	bool done;
 
 	if (qp->type != IBV_QPT_RC || !peer ||
-	    (!qp->nreads && !qp->ack_pending))
+	    (!qp->njobs && !qp->ack_pending))
 		return;
 	pthread_mutex_lock(&peer->tx_lock);
 	done = resp_tx_locked(qp);
@@ -394,41 +446,110 @@ void u4v_resp_flush_ack(struct u4v_qp *qp)
 	u4v_resp_tx(qp);
 }
 
+/* Is a response for psn queued and not sent yet? */
+static bool job_queued(const struct u4v_qp *qp, uint32_t psn)
+{
+	uint32_t i;
+
+	for (i = 0; i < qp->njobs; i++) {
+		const struct u4v_resp_job *job = &qp->jobs[i];
+		int32_t d = psn_diff(psn, job->psn);
+
+		if (d >= (int32_t)job->next && (uint32_t)d < job->nframes)
+			return true;
+	}
+	return false;
+}
+
+/* Responses of READ rec sent so far (the rest is still to come). */
+static uint32_t read_sent(const struct u4v_qp *qp,
+			  const struct u4v_read_rec *rec)
+{
+	uint32_t i;
+
+	for (i = qp->nreplays; i < qp->njobs; i++)
+		if (qp->jobs[i].psn == rec->psn)
+			return qp->jobs[i].next;
+	return rec->nframes;
+}
+
+/*
+ * A READ request again: the requester lost responses (or the request was
+ * duplicated). If it asks for a part of a READ executed lately (the same
+ * va, rkey, length within it), that part is served again from the MR, as
+ * far as it was sent; requests for anything else are dropped.
+ */
+static void read_again(struct u4v_qp *qp, const struct u4w_hdr *h)
+{
+	const struct u4v_read_rec *rec = NULL;
+	uint32_t i, idx, n, sent;
+	uint64_t off;
+
+	if (!qp_allows(qp, IBV_ACCESS_REMOTE_READ))
+		return;
+	for (i = 0; i < U4V_MAX_QP_RD_ATOM && !rec; i++) {
+		const struct u4v_read_rec *r = &qp->rd_hist[i];
+		int32_t d = psn_diff(h->psn, r->psn);
+
+		if (r->valid && d >= 0 && (uint32_t)d < r->nframes)
+			rec = r;
+	}
+	if (!rec)
+		return;
+	idx = (uint32_t)psn_diff(h->psn, rec->psn);
+	off = (uint64_t)idx * U4W_GRANULE;
+	if (h->rkey != rec->rkey || h->va != rec->va + off ||
+	    h->dma_len > rec->len - off)
+		return;
+	sent = read_sent(qp, rec);
+	if (idx >= sent)
+		return; /* on its way */
+	n = u4f_nframes(h->dma_len);
+	if (n > sent - idx)
+		n = sent - idx;
+	if (job_queued(qp, h->psn))
+		return; /* a replay already queued will send it */
+	if (add_read_job(qp, h->psn, h->va,
+			 n * (uint64_t)U4W_GRANULE < h->dma_len ?
+				 n * (uint64_t)U4W_GRANULE :
+				 h->dma_len,
+			 h->rkey, true))
+		u4v_resp_tx(qp);
+}
+
+/*
+ * An atomic request again: it is executed once; the saved result goes out
+ * again (unless the first answer has not gone out yet). One older than the
+ * results kept is dropped.
+ */
+static void atomic_again(struct u4v_qp *qp, const struct u4w_hdr *h)
+{
+	uint32_t i;
+
+	if (job_queued(qp, h->psn))
+		return;
+	for (i = 0; i < U4V_MAX_QP_RD_ATOM; i++) {
+		struct u4v_atomic_done *d = &qp->atomics[i];
+
+		if (d->valid && d->psn == h->psn) {
+			if (add_atomic_job(qp, h->psn, d->orig, true))
+				u4v_resp_tx(qp);
+			return;
+		}
+	}
+}
+
 static void duplicate(struct u4v_qp *qp, const struct u4w_hdr *h)
 {
 	const struct u4w_opinfo *info = u4w_opinfo(h->opcode);
-	uint32_t i;
 
 	cnt_inc(qp, &qp->ctx->cnt->dup_frames_rcvd);
 	if (info->flags & U4W_OPF_READ) {
-		/* the requester lost responses: send them again from psn */
-		for (i = 0; i < qp->nreads; i++) {
-			struct u4v_read_job *job = &qp->reads[i];
-			int32_t d = psn_diff(h->psn, job->psn);
-
-			if (d >= 0 && d < (int32_t)job->nframes) {
-				if ((uint32_t)d < job->next)
-					job->next = (uint32_t)d;
-				u4v_resp_tx(qp);
-				return;
-			}
-		}
-		if (qp_allows(qp, IBV_ACCESS_REMOTE_READ) &&
-		    !u4v_mr_check_remote(qp->pd, h->rkey, h->va, h->dma_len,
-					 IBV_ACCESS_REMOTE_READ, NULL) &&
-		    add_read_job(qp, h))
-			u4v_resp_tx(qp); /* serve the re-request now */
+		read_again(qp, h);
 		return;
 	}
 	if (info->flags & U4W_OPF_ATOMIC) {
-		for (i = 0; i < U4V_MAX_QP_RD_ATOM; i++) {
-			struct u4v_atomic_done *d = &qp->atomics[i];
-
-			if (d->valid && d->psn == h->psn) {
-				send_atomic_ack(qp, h->psn, d->orig);
-				return;
-			}
-		}
+		atomic_again(qp, h);
 		return;
 	}
 	qp->ack_pending = true; /* tell the requester where we are */

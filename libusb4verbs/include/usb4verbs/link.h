@@ -56,12 +56,12 @@ struct u4l_counters {
 	uint64_t fault_stranded;
 	uint64_t rx_overflow; /* E2E off and no RX descriptor posted */
 	/* transport level, maintained by the engine */
-	uint64_t retransmits;	   /* frames sent again */
+	uint64_t retransmits;	   /* frames sent (or asked for) again */
 	uint64_t dup_acks;	   /* ACKs that did not advance */
 	uint64_t stranded_rescues; /* NOWAKE frames found by polling */
 	uint64_t rnr_naks_sent, rnr_naks_rcvd;
 	uint64_t seq_naks_sent, seq_naks_rcvd;
-	uint64_t dup_frames_rcvd; /* duplicates the responder discarded */
+	uint64_t dup_frames_rcvd; /* duplicate requests / responses seen */
 	uint64_t crc_discards;	  /* CRC-flagged frames discarded */
 	uint64_t bad_frames;	  /* frames failing header validation */
 	uint64_t ooo_frames;	  /* frames held for reordering */
