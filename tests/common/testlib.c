@@ -248,6 +248,21 @@ int u4vt_async_read(int fd, uint64_t *element, uint32_t *type,
 	return 1;
 }
 
+uint64_t u4vt_avail_mb(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	unsigned long long kb = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb / 1024;
+}
+
 void *u4vt_map(size_t len)
 {
 	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,

@@ -58,6 +58,8 @@ void u4vt_end_open_ex(struct u4vt_end *e, const char *shm, uint32_t end,
  */
 int u4vt_async_read(int fd, uint64_t *element, uint32_t *type,
 		    int timeout_ms);
+/* MemAvailable of /proc/meminfo in MiB (0 if unknown). */
+uint64_t u4vt_avail_mb(void);
 /* Anonymous private mapping, not touched (len 0 maps one page). */
 void *u4vt_map(size_t len);
 void u4vt_unmap(void *p, size_t len);

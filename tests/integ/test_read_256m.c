@@ -25,21 +25,6 @@
 #define STEP (1ull << 20)
 #define SAMPLE 512u
 
-static uint64_t avail_mb(void)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[256];
-	unsigned long long kb = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb / 1024;
-}
-
 static size_t sample_off(uint64_t i)
 {
 	/* a varying offset inside each MiB, crossing frame boundaries */
@@ -58,9 +43,9 @@ static void test_read_256_mib(void **state)
 	uint64_t i, t0;
 
 	(void)state;
-	if (avail_mb() < 1024) {
+	if (u4vt_avail_mb() < 1024) {
 		fprintf(stderr, "skipped: %llu MiB available\n",
-			(unsigned long long)avail_mb());
+			(unsigned long long)u4vt_avail_mb());
 		skip();
 	}
 	dst = u4vt_map(LEN);
