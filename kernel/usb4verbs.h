@@ -26,30 +26,30 @@
 
 #include "include/uapi/usb4verbs-abi.h"
 
-#define U4V_DRV_NAME "usb4verbs"
+#define U4K_DRV_NAME "usb4verbs"
 
 /* Private Thunderbolt definitions (not exported by 6.1 headers). */
-#define U4V_NHI_REG_TX_RING_BASE 0x00000
-#define U4V_NHI_REG_RX_RING_BASE 0x08000
+#define U4K_NHI_REG_TX_RING_BASE 0x00000
+#define U4K_NHI_REG_RX_RING_BASE 0x08000
 
 /* Module parameters (usb4verbs_main.c). */
-extern unsigned int u4v_ring_depth;
-extern unsigned int u4v_soft_channels;
-extern bool u4v_allow_direct;
-extern unsigned int u4v_tb_channels;
+extern unsigned int u4k_ring_depth;
+extern unsigned int u4k_soft_channels;
+extern bool u4k_allow_direct;
+extern unsigned int u4k_tb_channels;
 
-struct u4v_cable;
-struct u4v_ucontext;
+struct u4k_cable;
+struct u4k_ucontext;
 
-enum u4v_buf_kind {
-	U4V_BUF_PAGES, /* alloc_pages_exact: no DMA device */
-	U4V_BUF_DMA,   /* dma_alloc_pages: linear pages, mapped for DMA */
-	U4V_BUF_IO,    /* an MMIO page (NHI ring registers), dma = phys */
+enum u4k_buf_kind {
+	U4K_BUF_PAGES, /* alloc_pages_exact: no DMA device */
+	U4K_BUF_DMA,   /* dma_alloc_pages: linear pages, mapped for DMA */
+	U4K_BUF_IO,    /* an MMIO page (NHI ring registers), dma = phys */
 };
 
-struct u4v_buf {
+struct u4k_buf {
 	struct rdma_user_mmap_entry rdma;
-	enum u4v_buf_kind kind;
+	enum u4k_buf_kind kind;
 	bool writable;
 	void *kva;
 	dma_addr_t dma;
@@ -57,10 +57,10 @@ struct u4v_buf {
 	struct device *dma_dev;
 };
 
-struct u4v_half {
-	struct u4v_chan *chan;
-	struct u4v_ucontext *uctx; /* owner; NULL once dead */
-	struct u4v_half *peer;	   /* the other half (itself: self-channel) */
+struct u4k_half {
+	struct u4k_chan *chan;
+	struct u4k_ucontext *uctx; /* owner; NULL once dead */
+	struct u4k_half *peer;	   /* the other half (itself: self-channel) */
 	u32 remote_ctx;
 	u32 depth;
 	bool dead;
@@ -71,7 +71,7 @@ struct u4v_half {
 	u32 *tx_db, *rx_db; /* soft cable: the slots in the owner's pages */
 	struct list_head pending; /* uctx->pending_chans until told */
 
-	struct u4v_buf *buf[U4V_MAP_TX_DB]; /* the half's own mappings */
+	struct u4k_buf *buf[U4V_MAP_TX_DB]; /* the half's own mappings */
 	struct u4v_desc *tx_desc;
 	struct u4v_desc *rx_desc;
 	struct u4v_shadow_desc *shadow;
@@ -87,9 +87,9 @@ struct u4v_half {
 	void *hw; /* Thunderbolt rings, HopIDs and paths (tb.c) */
 };
 
-struct u4v_chan {
+struct u4k_chan {
 	struct mutex lock;
-	struct u4v_half side[2];
+	struct u4k_half side[2];
 	bool loopback; /* same end: no budget, no hardware */
 	int nr_alive;  /* halves whose owner is still alive */
 };
@@ -100,14 +100,14 @@ struct u4v_chan {
  * function calls between the two ends of the soft cable. End 0 decides
  * every cross-end channel, so concurrent connects from both ends meet.
  */
-enum u4v_msg_type {
-	U4V_MSG_MASK = 1, /* the sender's live contexts */
-	U4V_MSG_REQ,	  /* end 1 -> end 0: please open (a, b) */
-	U4V_MSG_OPEN,	  /* end 0 -> end 1: channel (a, b), join it */
-	U4V_MSG_CLOSE,	  /* forget channel (a, b) */
+enum u4k_msg_type {
+	U4K_MSG_MASK = 1, /* the sender's live contexts */
+	U4K_MSG_REQ,	  /* end 1 -> end 0: please open (a, b) */
+	U4K_MSG_OPEN,	  /* end 0 -> end 1: channel (a, b), join it */
+	U4K_MSG_CLOSE,	  /* forget channel (a, b) */
 };
 
-struct u4v_msg {
+struct u4k_msg {
 	u32 type;
 	s32 status;  /* reply: 0 or -errno */
 	u32 a;	     /* context id at end 0 */
@@ -120,31 +120,31 @@ struct u4v_msg {
 	u64 seq;     /* MASK: newer wins */
 };
 
-struct u4v_cable_ops {
+struct u4k_cable_ops {
 	/* one request to the other end's shim; the reply is written to m */
-	int (*send)(struct u4v_cable *cable, struct u4v_msg *m);
+	int (*send)(struct u4k_cable *cable, struct u4k_msg *m);
 	/* end 0: resources of half h before OPEN (fills m->hop) */
-	int (*chan_open)(struct u4v_half *h, struct u4v_msg *m);
+	int (*chan_open)(struct u4k_half *h, struct u4k_msg *m);
 	/* end 0: OPEN was accepted; start h's hardware */
-	int (*chan_connect)(struct u4v_half *h, struct u4v_msg *m);
+	int (*chan_connect)(struct u4k_half *h, struct u4k_msg *m);
 	/* end 1: our half of the channel OPEN describes */
-	struct u4v_half *(*chan_join)(struct u4v_cable *cable,
-				      struct u4v_ucontext *owner,
-				      struct u4v_msg *m);
-	void (*chan_close)(struct u4v_half *h);
+	struct u4k_half *(*chan_join)(struct u4k_cable *cable,
+				      struct u4k_ucontext *owner,
+				      struct u4k_msg *m);
+	void (*chan_close)(struct u4k_half *h);
 	/* new TX positions posted and/or RX positions given back on half h */
-	void (*kick)(struct u4v_half *h, bool tx, bool rx);
+	void (*kick)(struct u4k_half *h, bool tx, bool rx);
 	/* direct mode: the TX (rx = 0) or RX doorbell page of uctx */
-	struct u4v_buf *(*db_alloc)(struct u4v_ucontext *uctx, int rx);
+	struct u4k_buf *(*db_alloc)(struct u4k_ucontext *uctx, int rx);
 };
 
-struct u4v_cable {
+struct u4k_cable {
 	struct mutex lock;
 	struct kref ref;
-	const struct u4v_cable_ops *ops;
-	struct u4v_dev *dev; /* our end's ib_device */
+	const struct u4k_cable_ops *ops;
+	struct u4k_dev *dev; /* our end's ib_device */
 	u32 end;
-	struct u4v_ucontext *ctx[U4V_MAX_CTX]; /* only our end's ids */
+	struct u4k_ucontext *ctx[U4V_MAX_CTX]; /* only our end's ids */
 	u64 local_mask;	 /* live contexts of this end */
 	u64 remote_mask; /* live contexts of the other end, as last told */
 	u64 quarantine;	 /* ids not reused until the other end knows */
@@ -155,13 +155,13 @@ struct u4v_cable {
 	u64 wire_rate;
 	bool up;
 	void *priv; /* Thunderbolt peer, or the other soft end */
-	struct u4v_half *opening; /* soft cable: the half OPEN is about */
+	struct u4k_half *opening; /* soft cable: the half OPEN is about */
 	u32 nr_direct; /* direct contexts: the soft engine polls */
 };
 
-struct u4v_dev {
+struct u4k_dev {
 	struct ib_device ibdev;
-	struct u4v_cable *cable;
+	struct u4k_cable *cable;
 	u64 guid;
 	struct device *dma_dev; /* NHI PCI device, or NULL */
 	atomic_t nr_pd, nr_cq, nr_qp, nr_mr;
@@ -169,103 +169,103 @@ struct u4v_dev {
 	atomic_t mr_key;
 };
 
-struct u4v_ucontext {
+struct u4k_ucontext {
 	struct ib_ucontext ibuc;
-	struct u4v_dev *dev;
+	struct u4k_dev *dev;
 	u32 ctx_id;
 	bool direct;
-	struct u4v_buf *db[2]; /* direct: TX and RX doorbell pages */
+	struct u4k_buf *db[2]; /* direct: TX and RX doorbell pages */
 	struct eventfd_ctx *evfd;
-	struct u4v_buf *status_buf;
+	struct u4k_buf *status_buf;
 	struct u4v_status_page *status;
-	struct u4v_half *halves[U4V_MAX_CTX]; /* by remote context id */
+	struct u4k_half *halves[U4V_MAX_CTX]; /* by remote context id */
 	struct list_head pending_chans;	      /* under cable->lock */
 	struct list_head graveyard;	      /* replaced halves */
 	spinlock_t cq_lock;
 	struct list_head cqs;
 };
 
-static inline struct u4v_ucontext *to_u4v_uctx(struct ib_ucontext *uc)
+static inline struct u4k_ucontext *to_u4k_uctx(struct ib_ucontext *uc)
 {
-	return container_of(uc, struct u4v_ucontext, ibuc);
+	return container_of(uc, struct u4k_ucontext, ibuc);
 }
 
-static inline struct u4v_cable *u4v_cable_of(struct u4v_ucontext *uctx)
+static inline struct u4k_cable *u4k_cable_of(struct u4k_ucontext *uctx)
 {
 	return uctx->dev->cable;
 }
 
 /* Context ids: end 0 has the low half of the id space, end 1 the high. */
-#define U4V_CTX_PER_END (U4V_MAX_CTX / 2)
+#define U4K_CTX_PER_END (U4V_MAX_CTX / 2)
 
-static inline u32 u4v_ctx_end(u32 ctx_id)
+static inline u32 u4k_ctx_end(u32 ctx_id)
 {
-	return ctx_id / U4V_CTX_PER_END;
+	return ctx_id / U4K_CTX_PER_END;
 }
 
 /* A descriptor's len_flags word, as the NHI packs it. */
-static inline u32 u4v_desc_pack(u32 len, u32 sof, u32 eof, u32 flags)
+static inline u32 u4k_desc_pack(u32 len, u32 sof, u32 eof, u32 flags)
 {
 	return (len & U4V_DESC_LEN_MASK) | (eof << U4V_DESC_EOF_SHIFT) |
 	       (sof << U4V_DESC_SOF_SHIFT) | (flags << U4V_DESC_FLAGS_SHIFT);
 }
 
 /* A half whose peer left: the next connect makes a new channel. */
-static inline bool u4v_half_stale(struct u4v_half *h)
+static inline bool u4k_half_stale(struct u4k_half *h)
 {
 	return h->gone || (h->peer && h->peer->dead);
 }
 
 /* usb4verbs_main.c */
-struct u4v_cable *u4v_cable_alloc(const struct u4v_cable_ops *ops, u32 end,
+struct u4k_cable *u4k_cable_alloc(const struct u4k_cable_ops *ops, u32 end,
 				  u32 max_channels, u64 wire_rate);
-void u4v_cable_put(struct u4v_cable *cable);
-void u4v_cable_publish(struct u4v_cable *cable);
-void u4v_cable_down(struct u4v_cable *cable);
+void u4k_cable_put(struct u4k_cable *cable);
+void u4k_cable_publish(struct u4k_cable *cable);
+void u4k_cable_down(struct u4k_cable *cable);
 
 /* usb4verbs_proto.c */
-int u4v_ctx_attach(struct u4v_ucontext *uctx);
-void u4v_ctx_detach(struct u4v_ucontext *uctx);
-int u4v_proto_connect(struct u4v_ucontext *uctx, u32 remote);
-void u4v_proto_recv(struct u4v_cable *cable, struct u4v_msg *m);
-void u4v_proto_send_mask(struct u4v_cable *cable);
+int u4k_ctx_attach(struct u4k_ucontext *uctx);
+void u4k_ctx_detach(struct u4k_ucontext *uctx);
+int u4k_proto_connect(struct u4k_ucontext *uctx, u32 remote);
+void u4k_proto_recv(struct u4k_cable *cable, struct u4k_msg *m);
+void u4k_proto_send_mask(struct u4k_cable *cable);
 
 /* usb4verbs_ib.c */
-struct u4v_dev *u4v_dev_add(struct u4v_cable *cable, struct device *dma_dev,
+struct u4k_dev *u4k_dev_add(struct u4k_cable *cable, struct device *dma_dev,
 			    u64 guid);
-void u4v_dev_remove(struct u4v_dev *dev);
-void u4v_ctx_signal_cqs(struct u4v_ucontext *uctx);
+void u4k_dev_remove(struct u4k_dev *dev);
+void u4k_ctx_signal_cqs(struct u4k_ucontext *uctx);
 
 /* usb4verbs_ring.c */
-struct u4v_buf *u4v_buf_alloc(struct u4v_ucontext *uctx, size_t size,
+struct u4k_buf *u4k_buf_alloc(struct u4k_ucontext *uctx, size_t size,
 			      bool writable);
-int u4v_buf_insert(struct u4v_ucontext *uctx, struct u4v_buf *buf);
-void u4v_buf_remove(struct u4v_buf *buf);
-void u4v_buf_free(struct u4v_buf *buf);
-int u4v_chan_new(struct u4v_ucontext *owner, u32 remote,
-		 struct u4v_half **out);
-struct u4v_half *u4v_chan_pair(struct u4v_half *h0,
-			       struct u4v_ucontext *owner);
-void u4v_half_kill(struct u4v_half *h);
-void u4v_half_gone(struct u4v_half *h);
-void u4v_half_install(struct u4v_ucontext *uctx, struct u4v_half *h,
+int u4k_buf_insert(struct u4k_ucontext *uctx, struct u4k_buf *buf);
+void u4k_buf_remove(struct u4k_buf *buf);
+void u4k_buf_free(struct u4k_buf *buf);
+int u4k_chan_new(struct u4k_ucontext *owner, u32 remote,
+		 struct u4k_half **out);
+struct u4k_half *u4k_chan_pair(struct u4k_half *h0,
+			       struct u4k_ucontext *owner);
+void u4k_half_kill(struct u4k_half *h);
+void u4k_half_gone(struct u4k_half *h);
+void u4k_half_install(struct u4k_ucontext *uctx, struct u4k_half *h,
 		      bool notify);
-int u4v_chan_get(struct u4v_ucontext *uctx, u32 remote,
+int u4k_chan_get(struct u4k_ucontext *uctx, u32 remote,
 		 struct u4v_chan_info *info);
-int u4v_doorbell(struct u4v_ucontext *uctx, u32 remote, bool has_tx,
+int u4k_doorbell(struct u4k_ucontext *uctx, u32 remote, bool has_tx,
 		 u32 tx_prod, bool has_rx, u32 rx_cons);
-void u4v_ctx_release_chans(struct u4v_ucontext *uctx);
-void u4v_half_wake(struct u4v_half *h, bool rx);
-bool u4v_direct_poll(struct u4v_half *h);
+void u4k_ctx_release_chans(struct u4k_ucontext *uctx);
+void u4k_half_wake(struct u4k_half *h, bool rx);
+bool u4k_direct_poll(struct u4k_half *h);
 
 /* usb4verbs_soft.c */
-void u4v_soft_pump(struct u4v_half *tx, u32 *delivered, u32 *completed);
-int u4v_soft_cable_create(void);
-void u4v_soft_cable_destroy(void);
-void u4v_soft_engine_wake(void);
+void u4k_soft_pump(struct u4k_half *tx, u32 *delivered, u32 *completed);
+int u4k_soft_cable_create(void);
+void u4k_soft_cable_destroy(void);
+void u4k_soft_engine_wake(void);
 
 /* usb4verbs_tb.c */
-int u4v_tb_init(void);
-void u4v_tb_exit(void);
+int u4k_tb_init(void);
+void u4k_tb_exit(void);
 
 #endif

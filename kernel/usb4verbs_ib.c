@@ -20,41 +20,41 @@
 #include "usb4verbs.h"
 
 /* Limits the kernel itself enforces on its bookkeeping objects. */
-#define U4V_K_MAX_QP 4096
-#define U4V_K_MAX_CQ 4096
-#define U4V_K_MAX_CQE (1 << 20)
-#define U4V_K_MAX_PD 4096
-#define U4V_K_MAX_MR 65536
-#define U4V_K_MAX_QP_WR 8192
-#define U4V_K_MAX_SGE 16
-#define U4V_K_MAX_MSG (1u << 30)
-#define U4V_GID_TBL_LEN 4
-#define U4V_VENDOR_ID 0x8086
-#define U4V_VENDOR_PART_ID 0x4b34
+#define U4K_K_MAX_QP 4096
+#define U4K_K_MAX_CQ 4096
+#define U4K_K_MAX_CQE (1 << 20)
+#define U4K_K_MAX_PD 4096
+#define U4K_K_MAX_MR 65536
+#define U4K_K_MAX_QP_WR 8192
+#define U4K_K_MAX_SGE 16
+#define U4K_K_MAX_MSG (1u << 30)
+#define U4K_GID_TBL_LEN 4
+#define U4K_VENDOR_ID 0x8086
+#define U4K_VENDOR_PART_ID 0x4b34
 
-struct u4v_pd {
+struct u4k_pd {
 	struct ib_pd ibpd;
 };
 
-struct u4v_cq {
+struct u4k_cq {
 	struct ib_cq ibcq;
 	struct list_head node; /* uctx->cqs */
-	struct u4v_ucontext *uctx;
+	struct u4k_ucontext *uctx;
 	bool armed;
 };
 
-struct u4v_qp {
+struct u4k_qp {
 	struct ib_qp ibqp;
 	enum ib_qp_state state;
 };
 
-static struct u4v_dev *to_u4v_dev(struct ib_device *ibdev)
+static struct u4k_dev *to_u4k_dev(struct ib_device *ibdev)
 {
-	return container_of(ibdev, struct u4v_dev, ibdev);
+	return container_of(ibdev, struct u4k_dev, ibdev);
 }
 
 /* Count one more object against a limit the kernel enforces. */
-static int u4v_take(atomic_t *nr, int max)
+static int u4k_take(atomic_t *nr, int max)
 {
 	if (atomic_inc_return(nr) <= max)
 		return 0;
@@ -62,11 +62,11 @@ static int u4v_take(atomic_t *nr, int max)
 	return -ENOMEM;
 }
 
-static int u4v_query_device(struct ib_device *ibdev,
+static int u4k_query_device(struct ib_device *ibdev,
 			    struct ib_device_attr *attr,
 			    struct ib_udata *udata)
 {
-	struct u4v_dev *dev = to_u4v_dev(ibdev);
+	struct u4k_dev *dev = to_u4k_dev(ibdev);
 
 	if (udata->inlen || udata->outlen)
 		return -EINVAL;
@@ -74,34 +74,34 @@ static int u4v_query_device(struct ib_device *ibdev,
 	attr->sys_image_guid = cpu_to_be64(dev->guid);
 	attr->max_mr_size = 1ull << 40;
 	attr->page_size_cap = PAGE_SIZE;
-	attr->vendor_id = U4V_VENDOR_ID;
-	attr->vendor_part_id = U4V_VENDOR_PART_ID;
+	attr->vendor_id = U4K_VENDOR_ID;
+	attr->vendor_part_id = U4K_VENDOR_PART_ID;
 	attr->hw_ver = U4V_ABI_VERSION;
-	attr->max_qp = U4V_K_MAX_QP;
-	attr->max_qp_wr = U4V_K_MAX_QP_WR;
-	attr->max_send_sge = U4V_K_MAX_SGE;
-	attr->max_recv_sge = U4V_K_MAX_SGE;
-	attr->max_sge_rd = U4V_K_MAX_SGE;
-	attr->max_cq = U4V_K_MAX_CQ;
-	attr->max_cqe = U4V_K_MAX_CQE;
-	attr->max_mr = U4V_K_MAX_MR;
-	attr->max_pd = U4V_K_MAX_PD;
+	attr->max_qp = U4K_K_MAX_QP;
+	attr->max_qp_wr = U4K_K_MAX_QP_WR;
+	attr->max_send_sge = U4K_K_MAX_SGE;
+	attr->max_recv_sge = U4K_K_MAX_SGE;
+	attr->max_sge_rd = U4K_K_MAX_SGE;
+	attr->max_cq = U4K_K_MAX_CQ;
+	attr->max_cqe = U4K_K_MAX_CQE;
+	attr->max_mr = U4K_K_MAX_MR;
+	attr->max_pd = U4K_K_MAX_PD;
 	attr->max_qp_rd_atom = 16;
 	attr->max_qp_init_rd_atom = 16;
 	attr->atomic_cap = IB_ATOMIC_HCA;
 	attr->max_srq = 1024;
-	attr->max_srq_wr = U4V_K_MAX_QP_WR;
-	attr->max_srq_sge = U4V_K_MAX_SGE;
+	attr->max_srq_wr = U4K_K_MAX_QP_WR;
+	attr->max_srq_sge = U4K_K_MAX_SGE;
 	attr->max_ah = 65536;
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = 15;
 	return 0;
 }
 
-static int u4v_query_port(struct ib_device *ibdev, u32 port,
+static int u4k_query_port(struct ib_device *ibdev, u32 port,
 			  struct ib_port_attr *attr)
 {
-	struct u4v_dev *dev = to_u4v_dev(ibdev);
+	struct u4k_dev *dev = to_u4k_dev(ibdev);
 	bool up = READ_ONCE(dev->cable->up);
 
 	/* attr is zeroed by the core */
@@ -110,36 +110,36 @@ static int u4v_query_port(struct ib_device *ibdev, u32 port,
 				IB_PORT_PHYS_STATE_DISABLED;
 	attr->max_mtu = IB_MTU_4096;
 	attr->active_mtu = IB_MTU_4096;
-	attr->gid_tbl_len = U4V_GID_TBL_LEN;
+	attr->gid_tbl_len = U4K_GID_TBL_LEN;
 	attr->pkey_tbl_len = 1;
-	attr->max_msg_sz = U4V_K_MAX_MSG;
+	attr->max_msg_sz = U4K_K_MAX_MSG;
 	attr->active_width = IB_WIDTH_4X;
 	attr->active_speed = IB_SPEED_FDR10;
 	return 0;
 }
 
-static int u4v_get_port_immutable(struct ib_device *ibdev, u32 port,
+static int u4k_get_port_immutable(struct ib_device *ibdev, u32 port,
 				  struct ib_port_immutable *imm)
 {
 	imm->pkey_tbl_len = 1;
-	imm->gid_tbl_len = U4V_GID_TBL_LEN;
+	imm->gid_tbl_len = U4K_GID_TBL_LEN;
 	/* IB link layer without MAD/SMI/CM: no kernel client attaches */
 	imm->core_cap_flags = RDMA_CORE_CAP_PROT_IB;
 	imm->max_mad_size = 0;
 	return 0;
 }
 
-static int u4v_query_gid(struct ib_device *ibdev, u32 port, int index,
+static int u4k_query_gid(struct ib_device *ibdev, u32 port, int index,
 			 union ib_gid *gid)
 {
-	struct u4v_dev *dev = to_u4v_dev(ibdev);
+	struct u4k_dev *dev = to_u4k_dev(ibdev);
 
 	/*
 	 * The same table the software cable shows (tools/usb4v-sim): two
 	 * link-local GIDs from the GUID, two IPv4-mapped 127.0.0.1; the
 	 * engine addresses peers by QPN, so any index reaches the peer.
 	 */
-	if (index < 0 || index >= U4V_GID_TBL_LEN)
+	if (index < 0 || index >= U4K_GID_TBL_LEN)
 		return -EINVAL;
 	memset(gid, 0, sizeof(*gid));
 	if (index < 2) {
@@ -154,7 +154,7 @@ static int u4v_query_gid(struct ib_device *ibdev, u32 port, int index,
 	return 0;
 }
 
-static int u4v_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
+static int u4k_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
 			  u16 *pkey)
 {
 	if (index != 0)
@@ -163,7 +163,7 @@ static int u4v_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
 	return 0;
 }
 
-static void u4v_get_dev_fw_str(struct ib_device *ibdev, char *str)
+static void u4k_get_dev_fw_str(struct ib_device *ibdev, char *str)
 {
 	snprintf(str, IB_FW_VERSION_NAME_MAX, "usb4verbs-abi-%d",
 		 U4V_ABI_VERSION);
@@ -172,21 +172,21 @@ static void u4v_get_dev_fw_str(struct ib_device *ibdev, char *str)
 /* Contexts */
 
 /* What a context holds besides its id (also the error path). */
-static void u4v_ctx_put_res(struct u4v_ucontext *uctx)
+static void u4k_ctx_put_res(struct u4k_ucontext *uctx)
 {
-	u4v_buf_remove(uctx->db[0]);
-	u4v_buf_remove(uctx->db[1]);
-	u4v_buf_remove(uctx->status_buf);
+	u4k_buf_remove(uctx->db[0]);
+	u4k_buf_remove(uctx->db[1]);
+	u4k_buf_remove(uctx->status_buf);
 	if (uctx->evfd)
 		eventfd_ctx_put(uctx->evfd);
 }
 
-static int u4v_alloc_ucontext(struct ib_ucontext *ibuc,
+static int u4k_alloc_ucontext(struct ib_ucontext *ibuc,
 			      struct ib_udata *udata)
 {
-	struct u4v_ucontext *uctx = to_u4v_uctx(ibuc);
-	struct u4v_dev *dev = to_u4v_dev(ibuc->device);
-	const struct u4v_cable_ops *ops = dev->cable->ops;
+	struct u4k_ucontext *uctx = to_u4k_uctx(ibuc);
+	struct u4k_dev *dev = to_u4k_dev(ibuc->device);
+	const struct u4k_cable_ops *ops = dev->cable->ops;
 	struct u4v_alloc_ucontext_resp resp = {};
 	struct u4v_alloc_ucontext_req req;
 	int i, ret;
@@ -203,7 +203,7 @@ static int u4v_alloc_ucontext(struct ib_ucontext *ibuc,
 	}
 	uctx->direct = req.flags & U4V_UCTX_REQ_DIRECT;
 	/* writable rings hand out the controller's DMA */
-	if (uctx->direct && (!u4v_allow_direct || !capable(CAP_SYS_RAWIO)))
+	if (uctx->direct && (!u4k_allow_direct || !capable(CAP_SYS_RAWIO)))
 		return -EPERM;
 	uctx->dev = dev;
 	INIT_LIST_HEAD(&uctx->pending_chans);
@@ -219,7 +219,7 @@ static int u4v_alloc_ucontext(struct ib_ucontext *ibuc,
 		}
 	}
 	ret = -ENOMEM;
-	uctx->status_buf = u4v_buf_alloc(uctx, PAGE_SIZE, false);
+	uctx->status_buf = u4k_buf_alloc(uctx, PAGE_SIZE, false);
 	if (!uctx->status_buf)
 		goto err;
 	uctx->status = uctx->status_buf->kva;
@@ -227,18 +227,18 @@ static int u4v_alloc_ucontext(struct ib_ucontext *ibuc,
 	/* direct: the NHI's ring register pages, or pages the soft engine scans */
 	for (i = 0; uctx->direct && i < 2; i++) {
 		uctx->db[i] = ops->db_alloc ? ops->db_alloc(uctx, i) :
-			      u4v_buf_alloc(uctx, PAGE_SIZE, true);
+			      u4k_buf_alloc(uctx, PAGE_SIZE, true);
 		if (!uctx->db[i])
 			goto err;
 	}
-	ret = u4v_ctx_attach(uctx);
+	ret = u4k_ctx_attach(uctx);
 	if (ret)
 		goto err;
 
 	resp.abi_version = U4V_ABI_VERSION;
 	resp.ctx_id = uctx->ctx_id;
 	resp.end = dev->cable->end;
-	resp.ring_depth = u4v_ring_depth;
+	resp.ring_depth = u4k_ring_depth;
 	resp.max_channels = dev->cable->max_channels;
 	resp.mode = uctx->direct ? U4V_MODE_DIRECT : U4V_MODE_SAFE;
 	resp.status_off = rdma_user_mmap_get_offset(&uctx->status_buf->rdma);
@@ -248,33 +248,33 @@ static int u4v_alloc_ucontext(struct ib_ucontext *ibuc,
 	ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
 	if (!ret)
 		return 0;
-	u4v_ctx_detach(uctx);
+	u4k_ctx_detach(uctx);
 err:
-	u4v_ctx_put_res(uctx);
+	u4k_ctx_put_res(uctx);
 	return ret;
 }
 
-static void u4v_dealloc_ucontext(struct ib_ucontext *ibuc)
+static void u4k_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
-	u4v_ctx_detach(to_u4v_uctx(ibuc));
-	u4v_ctx_put_res(to_u4v_uctx(ibuc));
+	u4k_ctx_detach(to_u4k_uctx(ibuc));
+	u4k_ctx_put_res(to_u4k_uctx(ibuc));
 }
 
 /* Applications still hold the device: uverbs zaps our mappings itself. */
-static void u4v_disassociate_ucontext(struct ib_ucontext *ibuc)
+static void u4k_disassociate_ucontext(struct ib_ucontext *ibuc)
 {
 }
 
-static int u4v_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
+static int u4k_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *e;
-	struct u4v_buf *buf;
+	struct u4k_buf *buf;
 	int ret;
 
 	e = rdma_user_mmap_entry_get(ibuc, vma);
 	if (!e)
 		return -EINVAL;
-	buf = container_of(e, struct u4v_buf, rdma);
+	buf = container_of(e, struct u4k_buf, rdma);
 	if (!buf->writable) {
 		if (vma->vm_flags & VM_WRITE) {
 			ret = -EPERM;
@@ -287,7 +287,7 @@ static int u4v_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 #endif
 	}
 	/* linear-map memory or MMIO; it stays until mmap_free */
-	if (buf->kind == U4V_BUF_IO)
+	if (buf->kind == U4K_BUF_IO)
 		ret = rdma_user_mmap_io(ibuc, vma, PHYS_PFN(buf->dma),
 					buf->size,
 					pgprot_noncached(vma->vm_page_prot), e);
@@ -300,41 +300,41 @@ out:
 	return ret;
 }
 
-static void u4v_mmap_free(struct rdma_user_mmap_entry *e)
+static void u4k_mmap_free(struct rdma_user_mmap_entry *e)
 {
-	u4v_buf_free(container_of(e, struct u4v_buf, rdma));
+	u4k_buf_free(container_of(e, struct u4k_buf, rdma));
 }
 
 /* PD */
 
-static int u4v_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+static int u4k_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	return u4v_take(&to_u4v_dev(ibpd->device)->nr_pd, U4V_K_MAX_PD);
+	return u4k_take(&to_u4k_dev(ibpd->device)->nr_pd, U4K_K_MAX_PD);
 }
 
-static int u4v_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+static int u4k_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	atomic_dec(&to_u4v_dev(ibpd->device)->nr_pd);
+	atomic_dec(&to_u4k_dev(ibpd->device)->nr_pd);
 	return 0;
 }
 
 /* CQ: only the event side lives here; completions are in userspace. */
 
-static int u4v_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+static int u4k_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			 struct ib_udata *udata)
 {
-	struct u4v_cq *cq = container_of(ibcq, struct u4v_cq, ibcq);
-	struct u4v_dev *dev = to_u4v_dev(ibcq->device);
-	struct u4v_ucontext *uctx;
+	struct u4k_cq *cq = container_of(ibcq, struct u4k_cq, ibcq);
+	struct u4k_dev *dev = to_u4k_dev(ibcq->device);
+	struct u4k_ucontext *uctx;
 	unsigned long flags;
 
 	if (!udata)
 		return -EOPNOTSUPP;
-	if (attr->flags || attr->cqe < 1 || attr->cqe > U4V_K_MAX_CQE)
+	if (attr->flags || attr->cqe < 1 || attr->cqe > U4K_K_MAX_CQE)
 		return -EINVAL;
-	if (u4v_take(&dev->nr_cq, U4V_K_MAX_CQ))
+	if (u4k_take(&dev->nr_cq, U4K_K_MAX_CQ))
 		return -ENOMEM;
-	uctx = rdma_udata_to_drv_context(udata, struct u4v_ucontext, ibuc);
+	uctx = rdma_udata_to_drv_context(udata, struct u4k_ucontext, ibuc);
 	ibcq->cqe = attr->cqe;
 	cq->uctx = uctx;
 	spin_lock_irqsave(&uctx->cq_lock, flags);
@@ -343,33 +343,33 @@ static int u4v_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	return 0;
 }
 
-static int u4v_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+static int u4k_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
-	struct u4v_cq *cq = container_of(ibcq, struct u4v_cq, ibcq);
+	struct u4k_cq *cq = container_of(ibcq, struct u4k_cq, ibcq);
 	unsigned long flags;
 
 	spin_lock_irqsave(&cq->uctx->cq_lock, flags);
 	list_del(&cq->node);
 	spin_unlock_irqrestore(&cq->uctx->cq_lock, flags);
-	atomic_dec(&to_u4v_dev(ibcq->device)->nr_cq);
+	atomic_dec(&to_u4k_dev(ibcq->device)->nr_cq);
 	return 0;
 }
 
-static int u4v_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags f)
+static int u4k_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags f)
 {
-	WRITE_ONCE(container_of(ibcq, struct u4v_cq, ibcq)->armed, true);
+	WRITE_ONCE(container_of(ibcq, struct u4k_cq, ibcq)->armed, true);
 	return 0;
 }
 
-static int u4v_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc)
+static int u4k_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc)
 {
 	return 0; /* completions live in the process */
 }
 
 /* An RX interrupt on a channel of uctx: fire every armed CQ once. */
-void u4v_ctx_signal_cqs(struct u4v_ucontext *uctx)
+void u4k_ctx_signal_cqs(struct u4k_ucontext *uctx)
 {
-	struct u4v_cq *cq;
+	struct u4k_cq *cq;
 	unsigned long flags;
 
 	spin_lock_irqsave(&uctx->cq_lock, flags);
@@ -381,11 +381,11 @@ void u4v_ctx_signal_cqs(struct u4v_ucontext *uctx)
 
 /* QP bookkeeping: a number and a state; the engine does the transport. */
 
-static int u4v_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+static int u4k_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			 struct ib_udata *udata)
 {
-	struct u4v_dev *dev = to_u4v_dev(ibqp->device);
-	struct u4v_qp *qp = container_of(ibqp, struct u4v_qp, ibqp);
+	struct u4k_dev *dev = to_u4k_dev(ibqp->device);
+	struct u4k_qp *qp = container_of(ibqp, struct u4k_qp, ibqp);
 	int qpn;
 
 	if (!udata)
@@ -393,12 +393,12 @@ static int u4v_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
 	    init->qp_type != IB_QPT_UD)
 		return -EOPNOTSUPP;
-	if (init->cap.max_send_wr > U4V_K_MAX_QP_WR ||
-	    init->cap.max_recv_wr > U4V_K_MAX_QP_WR ||
-	    init->cap.max_send_sge > U4V_K_MAX_SGE ||
-	    init->cap.max_recv_sge > U4V_K_MAX_SGE)
+	if (init->cap.max_send_wr > U4K_K_MAX_QP_WR ||
+	    init->cap.max_recv_wr > U4K_K_MAX_QP_WR ||
+	    init->cap.max_send_sge > U4K_K_MAX_SGE ||
+	    init->cap.max_recv_sge > U4K_K_MAX_SGE)
 		return -EINVAL;
-	if (u4v_take(&dev->nr_qp, U4V_K_MAX_QP))
+	if (u4k_take(&dev->nr_qp, U4K_K_MAX_QP))
 		return -ENOMEM;
 	qpn = ida_alloc_range(&dev->qpn_ida, 2, 0xffffff, GFP_KERNEL);
 	if (qpn < 0) {
@@ -410,20 +410,20 @@ static int u4v_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	return 0;
 }
 
-static int u4v_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+static int u4k_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 			 int mask, struct ib_udata *udata)
 {
-	struct u4v_qp *qp = container_of(ibqp, struct u4v_qp, ibqp);
+	struct u4k_qp *qp = container_of(ibqp, struct u4k_qp, ibqp);
 
 	if (mask & IB_QP_STATE)
 		qp->state = attr->qp_state;
 	return 0;
 }
 
-static int u4v_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+static int u4k_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 			int mask, struct ib_qp_init_attr *init)
 {
-	struct u4v_qp *qp = container_of(ibqp, struct u4v_qp, ibqp);
+	struct u4k_qp *qp = container_of(ibqp, struct u4k_qp, ibqp);
 
 	memset(attr, 0, sizeof(*attr));
 	memset(init, 0, sizeof(*init));
@@ -434,9 +434,9 @@ static int u4v_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	return 0;
 }
 
-static int u4v_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+static int u4k_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
-	struct u4v_dev *dev = to_u4v_dev(ibqp->device);
+	struct u4k_dev *dev = to_u4k_dev(ibqp->device);
 
 	ida_free(&dev->qpn_ida, ibqp->qp_num);
 	atomic_dec(&dev->nr_qp);
@@ -445,16 +445,16 @@ static int u4v_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 /* MR bookkeeping: keys and bounds only, nothing pinned. */
 
-static struct ib_mr *u4v_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
+static struct ib_mr *u4k_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 				     u64 virt, int access,
 				     struct ib_udata *udata)
 {
-	struct u4v_dev *dev = to_u4v_dev(pd->device);
+	struct u4k_dev *dev = to_u4k_dev(pd->device);
 	struct ib_mr *mr;
 
 	if (!length || start + length < start)
 		return ERR_PTR(-EINVAL);
-	if (u4v_take(&dev->nr_mr, U4V_K_MAX_MR))
+	if (u4k_take(&dev->nr_mr, U4K_K_MAX_MR))
 		return ERR_PTR(-ENOMEM);
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr) {
@@ -468,9 +468,9 @@ static struct ib_mr *u4v_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 	return mr;
 }
 
-static int u4v_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+static int u4k_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
-	atomic_dec(&to_u4v_dev(ibmr->device)->nr_mr);
+	atomic_dec(&to_u4k_dev(ibmr->device)->nr_mr);
 	kfree(ibmr);
 	return 0;
 }
@@ -487,7 +487,7 @@ static int UVERBS_HANDLER(U4V_METHOD_CHAN_GET)(struct uverbs_attr_bundle *attrs)
 	if (IS_ERR(ibuc))
 		return PTR_ERR(ibuc);
 	ret = uverbs_copy_from(&remote, attrs, U4V_ATTR_CHAN_GET_REMOTE) ?:
-	      u4v_chan_get(to_u4v_uctx(ibuc), remote, &info);
+	      u4k_chan_get(to_u4k_uctx(ibuc), remote, &info);
 	return ret ?: uverbs_copy_to(attrs, U4V_ATTR_CHAN_GET_INFO, &info,
 				     sizeof(info));
 }
@@ -509,7 +509,7 @@ static int UVERBS_HANDLER(U4V_METHOD_DOORBELL)(struct uverbs_attr_bundle *attrs)
 	if (!ret && rx)
 		ret = uverbs_copy_from(&rx_cons, attrs,
 				       U4V_ATTR_DOORBELL_RX_CONS);
-	return ret ?: u4v_doorbell(to_u4v_uctx(ibuc), remote, tx, tx_prod, rx,
+	return ret ?: u4k_doorbell(to_u4k_uctx(ibuc), remote, tx, tx_prod, rx,
 				   rx_cons);
 }
 
@@ -549,56 +549,56 @@ DECLARE_UVERBS_NAMED_METHOD(U4V_METHOD_CQ_SIGNAL,
 					    UVERBS_OBJECT_CQ,
 					    UVERBS_ACCESS_READ, UA_MANDATORY));
 
-ADD_UVERBS_METHODS(u4v_device_methods, UVERBS_OBJECT_DEVICE,
+ADD_UVERBS_METHODS(u4k_device_methods, UVERBS_OBJECT_DEVICE,
 		   &UVERBS_METHOD(U4V_METHOD_CHAN_GET),
 		   &UVERBS_METHOD(U4V_METHOD_DOORBELL),
 		   &UVERBS_METHOD(U4V_METHOD_CQ_SIGNAL));
 
-static const struct uapi_definition u4v_uapi_defs[] = {
-	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DEVICE, &u4v_device_methods),
+static const struct uapi_definition u4k_uapi_defs[] = {
+	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DEVICE, &u4k_device_methods),
 	{},
 };
 
-static const struct ib_device_ops u4v_dev_ops = {
+static const struct ib_device_ops u4k_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = 1, /* sysfs abi_version, not U4V_ABI_VERSION */
 
-	.alloc_pd = u4v_alloc_pd,
-	.alloc_ucontext = u4v_alloc_ucontext,
-	.create_cq = u4v_create_cq,
-	.create_qp = u4v_create_qp,
-	.dealloc_pd = u4v_dealloc_pd,
-	.dealloc_ucontext = u4v_dealloc_ucontext,
-	.dereg_mr = u4v_dereg_mr,
-	.destroy_cq = u4v_destroy_cq,
-	.destroy_qp = u4v_destroy_qp,
-	.disassociate_ucontext = u4v_disassociate_ucontext,
-	.get_dev_fw_str = u4v_get_dev_fw_str,
-	.get_port_immutable = u4v_get_port_immutable,
-	.mmap = u4v_mmap,
-	.mmap_free = u4v_mmap_free,
-	.modify_qp = u4v_modify_qp,
-	.poll_cq = u4v_poll_cq,
-	.query_device = u4v_query_device,
-	.query_gid = u4v_query_gid,
-	.query_pkey = u4v_query_pkey,
-	.query_port = u4v_query_port,
-	.query_qp = u4v_query_qp,
-	.reg_user_mr = u4v_reg_user_mr,
-	.req_notify_cq = u4v_req_notify_cq,
+	.alloc_pd = u4k_alloc_pd,
+	.alloc_ucontext = u4k_alloc_ucontext,
+	.create_cq = u4k_create_cq,
+	.create_qp = u4k_create_qp,
+	.dealloc_pd = u4k_dealloc_pd,
+	.dealloc_ucontext = u4k_dealloc_ucontext,
+	.dereg_mr = u4k_dereg_mr,
+	.destroy_cq = u4k_destroy_cq,
+	.destroy_qp = u4k_destroy_qp,
+	.disassociate_ucontext = u4k_disassociate_ucontext,
+	.get_dev_fw_str = u4k_get_dev_fw_str,
+	.get_port_immutable = u4k_get_port_immutable,
+	.mmap = u4k_mmap,
+	.mmap_free = u4k_mmap_free,
+	.modify_qp = u4k_modify_qp,
+	.poll_cq = u4k_poll_cq,
+	.query_device = u4k_query_device,
+	.query_gid = u4k_query_gid,
+	.query_pkey = u4k_query_pkey,
+	.query_port = u4k_query_port,
+	.query_qp = u4k_query_qp,
+	.reg_user_mr = u4k_reg_user_mr,
+	.req_notify_cq = u4k_req_notify_cq,
 
-	INIT_RDMA_OBJ_SIZE(ib_cq, u4v_cq, ibcq),
-	INIT_RDMA_OBJ_SIZE(ib_pd, u4v_pd, ibpd),
-	INIT_RDMA_OBJ_SIZE(ib_qp, u4v_qp, ibqp),
-	INIT_RDMA_OBJ_SIZE(ib_ucontext, u4v_ucontext, ibuc),
+	INIT_RDMA_OBJ_SIZE(ib_cq, u4k_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, u4k_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, u4k_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, u4k_ucontext, ibuc),
 };
 
 /* A cable end's ib_device, registered. */
-struct u4v_dev *u4v_dev_add(struct u4v_cable *cable, struct device *dma_dev,
+struct u4k_dev *u4k_dev_add(struct u4k_cable *cable, struct device *dma_dev,
 			    u64 guid)
 {
-	struct u4v_dev *dev = ib_alloc_device(u4v_dev, ibdev);
+	struct u4k_dev *dev = ib_alloc_device(u4k_dev, ibdev);
 	int ret;
 
 	if (!dev)
@@ -613,8 +613,8 @@ struct u4v_dev *u4v_dev_add(struct u4v_cable *cable, struct device *dma_dev,
 	dev->ibdev.num_comp_vectors = 1;
 	dev->ibdev.uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	strscpy(dev->ibdev.node_desc, "usb4verbs", sizeof(dev->ibdev.node_desc));
-	dev->ibdev.driver_def = u4v_uapi_defs;
-	ib_set_device_ops(&dev->ibdev, &u4v_dev_ops);
+	dev->ibdev.driver_def = u4k_uapi_defs;
+	ib_set_device_ops(&dev->ibdev, &u4k_dev_ops);
 	ret = ib_register_device(&dev->ibdev, "usb4v%d", dma_dev);
 	if (ret) {
 		ib_dealloc_device(&dev->ibdev);
@@ -624,7 +624,7 @@ struct u4v_dev *u4v_dev_add(struct u4v_cable *cable, struct device *dma_dev,
 }
 
 /* Unplug / unload: applications holding the device are disassociated. */
-void u4v_dev_remove(struct u4v_dev *dev)
+void u4k_dev_remove(struct u4k_dev *dev)
 {
 	ib_unregister_device(&dev->ibdev);
 	ida_destroy(&dev->qpn_ida);

@@ -19,15 +19,15 @@
  */
 #include "usb4verbs.h"
 
-static bool u4v_local_ctx(struct u4v_cable *cable, u32 id)
+static bool u4k_local_ctx(struct u4k_cable *cable, u32 id)
 {
-	return id < U4V_MAX_CTX && u4v_ctx_end(id) == cable->end;
+	return id < U4V_MAX_CTX && u4k_ctx_end(id) == cable->end;
 }
 
 /* Tell the other end which contexts live here (not under cable->lock). */
-void u4v_proto_send_mask(struct u4v_cable *cable)
+void u4k_proto_send_mask(struct u4k_cable *cable)
 {
-	struct u4v_msg m = { .type = U4V_MSG_MASK };
+	struct u4k_msg m = { .type = U4K_MSG_MASK };
 	u64 quarantined;
 
 	mutex_lock(&cable->lock);
@@ -46,10 +46,10 @@ void u4v_proto_send_mask(struct u4v_cable *cable)
 }
 
 /* Give a new context an id of this end (round robin: late reuse). */
-int u4v_ctx_attach(struct u4v_ucontext *uctx)
+int u4k_ctx_attach(struct u4k_ucontext *uctx)
 {
-	struct u4v_cable *cable = u4v_cable_of(uctx);
-	u32 base = cable->end * U4V_CTX_PER_END;
+	struct u4k_cable *cable = u4k_cable_of(uctx);
+	u32 base = cable->end * U4K_CTX_PER_END;
 	u32 i, id;
 	int ret = -EBUSY;
 
@@ -58,8 +58,8 @@ int u4v_ctx_attach(struct u4v_ucontext *uctx)
 		ret = -ENODEV;
 		goto out;
 	}
-	for (i = 0; i < U4V_CTX_PER_END; i++) {
-		id = base + (cable->next_ctx - base + i) % U4V_CTX_PER_END;
+	for (i = 0; i < U4K_CTX_PER_END; i++) {
+		id = base + (cable->next_ctx - base + i) % U4K_CTX_PER_END;
 		if (cable->ctx[id] || (cable->quarantine & BIT_ULL(id)))
 			continue;
 		cable->ctx[id] = uctx;
@@ -68,21 +68,21 @@ int u4v_ctx_attach(struct u4v_ucontext *uctx)
 		uctx->ctx_id = id;
 		uctx->status->ctx_id = id;
 		if (uctx->direct && !cable->nr_direct++)
-			u4v_soft_engine_wake();
-		u4v_cable_publish(cable);
+			u4k_soft_engine_wake();
+		u4k_cable_publish(cable);
 		ret = 0;
 		break;
 	}
 out:
 	mutex_unlock(&cable->lock);
 	if (!ret)
-		u4v_proto_send_mask(cable);
+		u4k_proto_send_mask(cable);
 	return ret;
 }
 
-void u4v_ctx_detach(struct u4v_ucontext *uctx)
+void u4k_ctx_detach(struct u4k_ucontext *uctx)
 {
-	struct u4v_cable *cable = u4v_cable_of(uctx);
+	struct u4k_cable *cable = u4k_cable_of(uctx);
 	u64 bit = BIT_ULL(uctx->ctx_id);
 
 	mutex_lock(&cable->lock);
@@ -92,27 +92,27 @@ void u4v_ctx_detach(struct u4v_ucontext *uctx)
 		cable->quarantine |= bit;
 		cable->nr_direct -= uctx->direct;
 	}
-	u4v_ctx_release_chans(uctx);
-	u4v_cable_publish(cable);
+	u4k_ctx_release_chans(uctx);
+	u4k_cable_publish(cable);
 	mutex_unlock(&cable->lock);
-	u4v_proto_send_mask(cable);
+	u4k_proto_send_mask(cable);
 }
 
 /* Under cable->lock: h holds one unit of the budget until it goes. */
-static void u4v_proto_count(struct u4v_cable *cable, struct u4v_half *h)
+static void u4k_proto_count(struct u4k_cable *cable, struct u4k_half *h)
 {
 	h->counted = true;
 	cable->nr_channels++;
 }
 
 /* Under cable->lock (end 0): make channel (a, b) unless it exists. */
-static int u4v_proto_open(struct u4v_cable *cable, u32 a, u32 b)
+static int u4k_proto_open(struct u4k_cable *cable, u32 a, u32 b)
 {
-	struct u4v_msg m = { .type = U4V_MSG_OPEN, .a = a, .b = b,
-			     .depth = u4v_ring_depth };
-	const struct u4v_cable_ops *ops = cable->ops;
-	struct u4v_ucontext *x = cable->ctx[a];
-	struct u4v_half *h;
+	struct u4k_msg m = { .type = U4K_MSG_OPEN, .a = a, .b = b,
+			     .depth = u4k_ring_depth };
+	const struct u4k_cable_ops *ops = cable->ops;
+	struct u4k_ucontext *x = cable->ctx[a];
+	struct u4k_half *h;
 	int ret;
 
 	if (!cable->up)
@@ -120,14 +120,14 @@ static int u4v_proto_open(struct u4v_cable *cable, u32 a, u32 b)
 	if (!x || !(cable->remote_mask & BIT_ULL(b)))
 		return -EHOSTUNREACH;
 	h = x->halves[b];
-	if (h && !u4v_half_stale(h))
+	if (h && !u4k_half_stale(h))
 		return 0;
 	if (cable->nr_channels >= cable->max_channels)
 		return -ENOSPC;
-	ret = u4v_chan_new(x, b, &h);
+	ret = u4k_chan_new(x, b, &h);
 	if (ret)
 		return ret;
-	u4v_proto_count(cable, h); /* u4v_half_kill gives it back */
+	u4k_proto_count(cable, h); /* u4k_half_kill gives it back */
 	ret = ops->chan_open ? ops->chan_open(h, &m) : 0;
 	if (!ret) {
 		cable->opening = h;
@@ -138,50 +138,50 @@ static int u4v_proto_open(struct u4v_cable *cable, u32 a, u32 b)
 		ret = ops->chan_connect(h, &m);
 		if (ret) {
 			/* end 1 joined: make it forget the channel */
-			m.type = U4V_MSG_CLOSE;
+			m.type = U4K_MSG_CLOSE;
 			ops->send(cable, &m);
 		}
 	}
 	if (ret) {
-		u4v_half_kill(h);
+		u4k_half_kill(h);
 		return ret;
 	}
 	/* the caller takes it itself; a REQ's target learns of it */
-	u4v_half_install(x, h, true);
+	u4k_half_install(x, h, true);
 	return 0;
 }
 
 /* End 1, under cable->lock: join channel (a, b) for our context b. */
-static int u4v_proto_join(struct u4v_cable *cable, struct u4v_msg *m)
+static int u4k_proto_join(struct u4k_cable *cable, struct u4k_msg *m)
 {
-	struct u4v_ucontext *y = cable->ctx[m->b];
-	struct u4v_half *h;
+	struct u4k_ucontext *y = cable->ctx[m->b];
+	struct u4k_half *h;
 
 	if (!y)
 		return -EHOSTUNREACH;
-	if (m->depth != u4v_ring_depth)
+	if (m->depth != u4k_ring_depth)
 		return -EINVAL;
 	if (cable->nr_channels >= cable->max_channels)
 		return -ENOSPC;
 	h = cable->ops->chan_join(cable, y, m);
 	if (IS_ERR(h))
 		return PTR_ERR(h);
-	u4v_proto_count(cable, h);
-	u4v_half_install(y, h, true);
+	u4k_proto_count(cable, h);
+	u4k_half_install(y, h, true);
 	return 0;
 }
 
 /* Under cable->lock: our half of (local, remote) is dead weight now. */
-static void u4v_proto_forget(struct u4v_cable *cable, u32 local, u32 remote)
+static void u4k_proto_forget(struct u4k_cable *cable, u32 local, u32 remote)
 {
-	struct u4v_ucontext *c = cable->ctx[local];
+	struct u4k_ucontext *c = cable->ctx[local];
 
 	if (c && c->halves[remote])
-		u4v_half_gone(c->halves[remote]);
+		u4k_half_gone(c->halves[remote]);
 }
 
 /* The other end's live set changed: channels to those who left go. */
-static void u4v_proto_mask(struct u4v_cable *cable, struct u4v_msg *m)
+static void u4k_proto_mask(struct u4k_cable *cable, struct u4k_msg *m)
 {
 	u64 left;
 	u32 i, j;
@@ -194,19 +194,19 @@ static void u4v_proto_mask(struct u4v_cable *cable, struct u4v_msg *m)
 	for (j = 0; j < U4V_MAX_CTX; j++)
 		if (left & BIT_ULL(j))
 			for (i = 0; i < U4V_MAX_CTX; i++)
-				u4v_proto_forget(cable, i, j);
-	u4v_cable_publish(cable);
+				u4k_proto_forget(cable, i, j);
+	u4k_cable_publish(cable);
 }
 
 /* A message from the other end; the reply goes back in m. */
-void u4v_proto_recv(struct u4v_cable *cable, struct u4v_msg *m)
+void u4k_proto_recv(struct u4k_cable *cable, struct u4k_msg *m)
 {
 	bool end0 = cable->end == 0;
 	u32 local = end0 ? m->a : m->b, remote = end0 ? m->b : m->a;
 
-	if (m->type != U4V_MSG_MASK &&
-	    (!u4v_local_ctx(cable, local) || remote >= U4V_MAX_CTX ||
-	     u4v_local_ctx(cable, remote))) {
+	if (m->type != U4K_MSG_MASK &&
+	    (!u4k_local_ctx(cable, local) || remote >= U4V_MAX_CTX ||
+	     u4k_local_ctx(cable, remote))) {
 		m->status = -EINVAL;
 		return;
 	}
@@ -214,18 +214,18 @@ void u4v_proto_recv(struct u4v_cable *cable, struct u4v_msg *m)
 	m->status = cable->up ? 0 : -ENOLINK;
 	if (!m->status) {
 		switch (m->type) {
-		case U4V_MSG_MASK:
-			u4v_proto_mask(cable, m);
+		case U4K_MSG_MASK:
+			u4k_proto_mask(cable, m);
 			break;
-		case U4V_MSG_REQ:
-			m->status = end0 ? u4v_proto_open(cable, m->a, m->b) :
+		case U4K_MSG_REQ:
+			m->status = end0 ? u4k_proto_open(cable, m->a, m->b) :
 					   -EINVAL;
 			break;
-		case U4V_MSG_OPEN:
-			m->status = end0 ? -EINVAL : u4v_proto_join(cable, m);
+		case U4K_MSG_OPEN:
+			m->status = end0 ? -EINVAL : u4k_proto_join(cable, m);
 			break;
-		case U4V_MSG_CLOSE:
-			u4v_proto_forget(cable, local, remote);
+		case U4K_MSG_CLOSE:
+			u4k_proto_forget(cable, local, remote);
 			break;
 		default:
 			m->status = -EOPNOTSUPP;
@@ -235,24 +235,24 @@ void u4v_proto_recv(struct u4v_cable *cable, struct u4v_msg *m)
 }
 
 /* Make sure uctx has a channel to remote, a context of the other end. */
-int u4v_proto_connect(struct u4v_ucontext *uctx, u32 remote)
+int u4k_proto_connect(struct u4k_ucontext *uctx, u32 remote)
 {
-	struct u4v_cable *cable = u4v_cable_of(uctx);
-	struct u4v_msg m = { .type = U4V_MSG_REQ, .a = remote,
+	struct u4k_cable *cable = u4k_cable_of(uctx);
+	struct u4k_msg m = { .type = U4K_MSG_REQ, .a = remote,
 			     .b = uctx->ctx_id };
-	struct u4v_half *h;
+	struct u4k_half *h;
 	int ret = 0;
 
 	mutex_lock(&cable->lock);
 	h = uctx->halves[remote];
-	if (h && !u4v_half_stale(h))
+	if (h && !u4k_half_stale(h))
 		goto out;
 	if (!(cable->remote_mask & BIT_ULL(remote))) {
 		ret = cable->up ? -EHOSTUNREACH : -ENOLINK;
 		goto out;
 	}
 	if (cable->end == 0) {
-		ret = u4v_proto_open(cable, uctx->ctx_id, remote);
+		ret = u4k_proto_open(cable, uctx->ctx_id, remote);
 		goto out;
 	}
 	mutex_unlock(&cable->lock);

@@ -14,13 +14,13 @@
 #include "usb4verbs.h"
 
 /* Make buf mmap-able through uctx; on failure buf is freed. */
-int u4v_buf_insert(struct u4v_ucontext *uctx, struct u4v_buf *buf)
+int u4k_buf_insert(struct u4k_ucontext *uctx, struct u4k_buf *buf)
 {
 	int ret = rdma_user_mmap_entry_insert(&uctx->ibuc, &buf->rdma,
 					      buf->size);
 
 	if (ret)
-		u4v_buf_free(buf);
+		u4k_buf_free(buf);
 	return ret;
 }
 
@@ -30,11 +30,11 @@ int u4v_buf_insert(struct u4v_ucontext *uctx, struct u4v_buf *buf)
  * vmap()ed from scattered pages, which cannot be mapped by pfn. PCIe DMA
  * is cache-coherent on x86, so these pages need no syncs.
  */
-struct u4v_buf *u4v_buf_alloc(struct u4v_ucontext *uctx, size_t size,
+struct u4k_buf *u4k_buf_alloc(struct u4k_ucontext *uctx, size_t size,
 			      bool writable)
 {
 	struct device *dma_dev = uctx->dev->dma_dev;
-	struct u4v_buf *buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	struct u4k_buf *buf = kzalloc(sizeof(*buf), GFP_KERNEL);
 	struct page *page;
 
 	if (!buf)
@@ -43,7 +43,7 @@ struct u4v_buf *u4v_buf_alloc(struct u4v_ucontext *uctx, size_t size,
 	buf->writable = writable;
 	buf->dma_dev = dma_dev;
 	if (dma_dev) {
-		buf->kind = U4V_BUF_DMA;
+		buf->kind = U4K_BUF_DMA;
 		page = dma_alloc_pages(dma_dev, buf->size, &buf->dma,
 				       DMA_BIDIRECTIONAL, GFP_KERNEL);
 		buf->kva = page ? page_address(page) : NULL;
@@ -55,30 +55,30 @@ struct u4v_buf *u4v_buf_alloc(struct u4v_ucontext *uctx, size_t size,
 		kfree(buf);
 		return NULL;
 	}
-	return u4v_buf_insert(uctx, buf) ? NULL : buf;
+	return u4k_buf_insert(uctx, buf) ? NULL : buf;
 }
 
 /* Drop the driver's reference; memory goes once no VMA maps it. */
-void u4v_buf_remove(struct u4v_buf *buf)
+void u4k_buf_remove(struct u4k_buf *buf)
 {
 	if (buf)
 		rdma_user_mmap_entry_remove(&buf->rdma);
 }
 
 /* From mmap_free: the last user is gone. */
-void u4v_buf_free(struct u4v_buf *buf)
+void u4k_buf_free(struct u4k_buf *buf)
 {
-	if (buf->kind == U4V_BUF_PAGES)
+	if (buf->kind == U4K_BUF_PAGES)
 		free_pages_exact(buf->kva, buf->size);
-	else if (buf->kind == U4V_BUF_DMA)
+	else if (buf->kind == U4K_BUF_DMA)
 		dma_free_pages(buf->dma_dev, buf->size, virt_to_page(buf->kva),
 			       buf->dma, DMA_BIDIRECTIONAL);
 	kfree(buf);
 }
 
-static void u4v_half_fill_info(struct u4v_half *h, struct u4v_chan_info *info)
+static void u4k_half_fill_info(struct u4k_half *h, struct u4v_chan_info *info)
 {
-	struct u4v_buf *b;
+	struct u4k_buf *b;
 	int i;
 
 	memset(info, 0, sizeof(*info));
@@ -97,12 +97,12 @@ static void u4v_half_fill_info(struct u4v_half *h, struct u4v_chan_info *info)
 	}
 }
 
-static void u4v_half_remove_bufs(struct u4v_half *h)
+static void u4k_half_remove_bufs(struct u4k_half *h)
 {
 	int i;
 
 	for (i = 0; i < U4V_MAP_TX_DB; i++) {
-		u4v_buf_remove(h->buf[i]);
+		u4k_buf_remove(h->buf[i]);
 		h->buf[i] = NULL;
 	}
 }
@@ -111,10 +111,10 @@ static void u4v_half_remove_bufs(struct u4v_half *h)
  * Memory of one half, mapped into its owner. Every RX descriptor but one
  * starts posted; TX descriptors are written by the doorbell.
  */
-static int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
-			 struct u4v_ucontext *owner, u32 remote)
+static int u4k_half_init(struct u4k_half *h, struct u4k_chan *chan,
+			 struct u4k_ucontext *owner, u32 remote)
 {
-	u32 i, depth = u4v_ring_depth;
+	u32 i, depth = u4k_ring_depth;
 	size_t ring = depth * sizeof(struct u4v_desc);
 	size_t pool = (size_t)depth * U4V_FRAME_SIZE;
 	bool direct = owner->direct;
@@ -131,10 +131,10 @@ static int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
 	h->direct = direct;
 	INIT_LIST_HEAD(&h->pending);
 	for (i = 0; i < U4V_MAP_TX_DB; i++) {
-		h->buf[i] = size[i] ? u4v_buf_alloc(owner, size[i], rw[i]) :
+		h->buf[i] = size[i] ? u4k_buf_alloc(owner, size[i], rw[i]) :
 				      NULL;
 		if (size[i] && !h->buf[i]) {
-			u4v_half_remove_bufs(h);
+			u4k_half_remove_bufs(h);
 			return -ENOMEM;
 		}
 	}
@@ -161,14 +161,14 @@ static int u4v_half_init(struct u4v_half *h, struct u4v_chan *chan,
 				     (u64)i * U4V_FRAME_SIZE;
 		if (i < depth - 1)
 			h->rx_desc[i].len_flags =
-				u4v_desc_pack(0, 0, 0, U4V_DESC_POSTED |
+				u4k_desc_pack(0, 0, 0, U4V_DESC_POSTED |
 						       U4V_DESC_INTERRUPT);
 	}
 	return 0;
 }
 
 /* A cross-end channel is useless once either context left: budget back. */
-static void u4v_half_uncount(struct u4v_half *h, struct u4v_cable *cable)
+static void u4k_half_uncount(struct u4k_half *h, struct u4k_cable *cable)
 {
 	if (!h->counted)
 		return;
@@ -179,26 +179,26 @@ static void u4v_half_uncount(struct u4v_half *h, struct u4v_cable *cable)
 }
 
 /* Tell h's owner that h is stale (its status page). Owner alive. */
-static void u4v_half_mark_stale(struct u4v_half *h)
+static void u4k_half_mark_stale(struct u4k_half *h)
 {
 	set_bit(h->remote_ctx, (unsigned long *)&h->uctx->status->stale_mask);
 }
 
 /* Under the owner's cable->lock: the remote context of h left. */
-void u4v_half_gone(struct u4v_half *h)
+void u4k_half_gone(struct u4k_half *h)
 {
 	mutex_lock(&h->chan->lock);
 	h->gone = true;
-	u4v_half_mark_stale(h);
+	u4k_half_mark_stale(h);
 	mutex_unlock(&h->chan->lock);
-	u4v_half_uncount(h, u4v_cable_of(h->uctx));
+	u4k_half_uncount(h, u4k_cable_of(h->uctx));
 }
 
 /* Under cable->lock: a half of its owner's is no longer wanted. */
-void u4v_half_kill(struct u4v_half *h)
+void u4k_half_kill(struct u4k_half *h)
 {
-	struct u4v_chan *chan = h->chan;
-	struct u4v_cable *cable = u4v_cable_of(h->uctx);
+	struct u4k_chan *chan = h->chan;
+	struct u4k_cable *cable = u4k_cable_of(h->uctx);
 	bool free_it;
 
 	mutex_lock(&chan->lock);
@@ -206,13 +206,13 @@ void u4v_half_kill(struct u4v_half *h)
 	h->uctx = NULL;
 	/* a live peer half (loopback, soft cable) is stale from now on */
 	if (h->peer && h->peer != h && !h->peer->dead)
-		u4v_half_mark_stale(h->peer);
+		u4k_half_mark_stale(h->peer);
 	free_it = --chan->nr_alive == 0;
 	mutex_unlock(&chan->lock);
 	list_del_init(&h->pending);
 	/* hardware stops before its rings can go with the mappings */
-	u4v_half_uncount(h, cable);
-	u4v_half_remove_bufs(h);
+	u4k_half_uncount(h, cable);
+	u4k_half_remove_bufs(h);
 	if (free_it)
 		kfree(chan);
 }
@@ -221,16 +221,16 @@ void u4v_half_kill(struct u4v_half *h)
  * Under cable->lock: h is replaced. It goes when its owner does, since a
  * doorbell looks halves up without the cable lock.
  */
-static void u4v_half_retire(struct u4v_ucontext *uctx, struct u4v_half *h)
+static void u4k_half_retire(struct u4k_ucontext *uctx, struct u4k_half *h)
 {
 	list_move_tail(&h->pending, &uctx->graveyard);
-	u4v_half_uncount(h, u4v_cable_of(uctx));
+	u4k_half_uncount(h, u4k_cable_of(uctx));
 }
 
 /* Under cable->lock, at context teardown. */
-void u4v_ctx_release_chans(struct u4v_ucontext *uctx)
+void u4k_ctx_release_chans(struct u4k_ucontext *uctx)
 {
-	struct u4v_half *h, *tmp;
+	struct u4k_half *h, *tmp;
 	u32 i;
 
 	for (i = 0; i < U4V_MAX_CTX; i++) {
@@ -238,10 +238,10 @@ void u4v_ctx_release_chans(struct u4v_ucontext *uctx)
 		if (!h)
 			continue;
 		WRITE_ONCE(uctx->halves[i], NULL);
-		u4v_half_kill(h);
+		u4k_half_kill(h);
 	}
 	list_for_each_entry_safe(h, tmp, &uctx->graveyard, pending)
-		u4v_half_kill(h);
+		u4k_half_kill(h);
 }
 
 /*
@@ -249,13 +249,13 @@ void u4v_ctx_release_chans(struct u4v_ucontext *uctx)
  * stale one; with notify, uctx learns of it (chan_gen, eventfd, and the
  * next U4V_CHAN_NEXT).
  */
-void u4v_half_install(struct u4v_ucontext *uctx, struct u4v_half *h,
+void u4k_half_install(struct u4k_ucontext *uctx, struct u4k_half *h,
 		      bool notify)
 {
-	struct u4v_half *old = uctx->halves[h->remote_ctx];
+	struct u4k_half *old = uctx->halves[h->remote_ctx];
 
 	if (old)
-		u4v_half_retire(uctx, old);
+		u4k_half_retire(uctx, old);
 	clear_bit(h->remote_ctx, (unsigned long *)&uctx->status->stale_mask);
 	WRITE_ONCE(uctx->halves[h->remote_ctx], h);
 	if (!notify)
@@ -267,17 +267,17 @@ void u4v_half_install(struct u4v_ucontext *uctx, struct u4v_half *h,
 }
 
 /* A channel with one half, owner's, to context remote (not installed). */
-int u4v_chan_new(struct u4v_ucontext *owner, u32 remote,
-		 struct u4v_half **out)
+int u4k_chan_new(struct u4k_ucontext *owner, u32 remote,
+		 struct u4k_half **out)
 {
-	struct u4v_chan *chan = kzalloc(sizeof(*chan), GFP_KERNEL);
+	struct u4k_chan *chan = kzalloc(sizeof(*chan), GFP_KERNEL);
 	int ret;
 
 	if (!chan)
 		return -ENOMEM;
 	mutex_init(&chan->lock);
 	chan->nr_alive = 1;
-	ret = u4v_half_init(&chan->side[0], chan, owner, remote);
+	ret = u4k_half_init(&chan->side[0], chan, owner, remote);
 	if (ret) {
 		kfree(chan);
 		return ret;
@@ -290,11 +290,11 @@ int u4v_chan_new(struct u4v_ucontext *owner, u32 remote,
  * Under cable->lock: side[1] of h0's channel, owned by owner; both halves
  * in this kernel's memory (loopback, soft cable).
  */
-struct u4v_half *u4v_chan_pair(struct u4v_half *h0, struct u4v_ucontext *owner)
+struct u4k_half *u4k_chan_pair(struct u4k_half *h0, struct u4k_ucontext *owner)
 {
-	struct u4v_chan *chan = h0->chan;
-	struct u4v_half *h1 = &chan->side[1];
-	int ret = u4v_half_init(h1, chan, owner, h0->uctx->ctx_id);
+	struct u4k_chan *chan = h0->chan;
+	struct u4k_half *h1 = &chan->side[1];
+	int ret = u4k_half_init(h1, chan, owner, h0->uctx->ctx_id);
 
 	if (ret)
 		return ERR_PTR(ret);
@@ -307,64 +307,64 @@ struct u4v_half *u4v_chan_pair(struct u4v_half *h0, struct u4v_ucontext *owner)
 }
 
 /* Under cable->lock: a loopback channel, x the caller, y on the same end. */
-static int u4v_chan_loopback(struct u4v_ucontext *x, struct u4v_ucontext *y,
-			     struct u4v_half **out)
+static int u4k_chan_loopback(struct u4k_ucontext *x, struct u4k_ucontext *y,
+			     struct u4k_half **out)
 {
-	struct u4v_half *h0, *h1;
-	int ret = u4v_chan_new(x, y->ctx_id, &h0);
+	struct u4k_half *h0, *h1;
+	int ret = u4k_chan_new(x, y->ctx_id, &h0);
 
 	if (ret)
 		return ret;
 	h0->chan->loopback = true;
 	h0->peer = h0; /* x == y: one half talking to itself */
 	if (x != y) {
-		h1 = u4v_chan_pair(h0, y);
+		h1 = u4k_chan_pair(h0, y);
 		if (IS_ERR(h1)) {
-			u4v_half_kill(h0);
+			u4k_half_kill(h0);
 			return PTR_ERR(h1);
 		}
-		u4v_half_install(y, h1, true);
+		u4k_half_install(y, h1, true);
 	}
-	u4v_half_install(x, h0, false);
+	u4k_half_install(x, h0, false);
 	*out = h0;
 	return 0;
 }
 
 /* The channel to remote (made on the way), or the next one we were given. */
-int u4v_chan_get(struct u4v_ucontext *uctx, u32 remote,
+int u4k_chan_get(struct u4k_ucontext *uctx, u32 remote,
 		 struct u4v_chan_info *info)
 {
-	struct u4v_cable *cable = u4v_cable_of(uctx);
+	struct u4k_cable *cable = u4k_cable_of(uctx);
 	bool next = remote == U4V_CHAN_NEXT;
-	bool cross = !next && u4v_ctx_end(remote) != cable->end;
-	struct u4v_half *h;
+	bool cross = !next && u4k_ctx_end(remote) != cable->end;
+	struct u4k_half *h;
 	int ret;
 
 	if (!next && remote >= U4V_MAX_CTX)
 		return -EINVAL;
 	/* across the cable the protocol makes (or finds) the channel */
-	ret = cross ? u4v_proto_connect(uctx, remote) : 0;
+	ret = cross ? u4k_proto_connect(uctx, remote) : 0;
 	if (ret)
 		return ret;
 	mutex_lock(&cable->lock);
 	if (next) {
 		h = list_first_entry_or_null(&uctx->pending_chans,
-					     struct u4v_half, pending);
+					     struct u4k_half, pending);
 		ret = h ? 0 : -ENOENT;
 	} else if (!cable->up) {
 		ret = -ENOLINK;
 	} else {
 		h = uctx->halves[remote];
 		if (cross) /* the peer may have left since the protocol ran */
-			ret = h && !u4v_half_stale(h) ? 0 : -EHOSTUNREACH;
+			ret = h && !u4k_half_stale(h) ? 0 : -EHOSTUNREACH;
 		else if (!cable->ctx[remote])
 			ret = -EHOSTUNREACH;
-		else if (!h || u4v_half_stale(h))
-			ret = u4v_chan_loopback(uctx, cable->ctx[remote], &h);
+		else if (!h || u4k_half_stale(h))
+			ret = u4k_chan_loopback(uctx, cable->ctx[remote], &h);
 	}
 	if (!ret) {
 		list_del_init(&h->pending);
-		u4v_half_fill_info(h, info);
+		u4k_half_fill_info(h, info);
 	}
 	mutex_unlock(&cable->lock);
 	return ret;
@@ -374,9 +374,9 @@ int u4v_chan_get(struct u4v_ucontext *uctx, u32 remote,
  * Wake the owner of h (eventfd, status page) and, for an RX completion,
  * its armed CQs. Under chan->lock, which keeps h->uctx alive.
  */
-void u4v_half_wake(struct u4v_half *h, bool rx)
+void u4k_half_wake(struct u4k_half *h, bool rx)
 {
-	struct u4v_ucontext *uctx = h->uctx;
+	struct u4k_ucontext *uctx = h->uctx;
 
 	if (!uctx)
 		return;
@@ -386,7 +386,7 @@ void u4v_half_wake(struct u4v_half *h, bool rx)
 	if (uctx->evfd)
 		eventfd_signal(uctx->evfd, 1);
 	if (rx)
-		u4v_ctx_signal_cqs(uctx);
+		u4k_ctx_signal_cqs(uctx);
 }
 
 /*
@@ -395,7 +395,7 @@ void u4v_half_wake(struct u4v_half *h, bool rx)
  * the producer moves, so each entry is read once and its descriptor
  * written at once; none is posted unless all are good. Under chan->lock.
  */
-static int u4v_tx_commit(struct u4v_half *h, u32 tx_prod)
+static int u4k_tx_commit(struct u4k_half *h, u32 tx_prod)
 {
 	u32 i, pos, n = tx_prod - h->tx_prod;
 	struct u4v_shadow_desc s;
@@ -413,7 +413,7 @@ static int u4v_tx_commit(struct u4v_half *h, u32 tx_prod)
 				       (u64)s.slot * U4V_FRAME_SIZE;
 		h->tx_desc[pos].time = 0;
 		WRITE_ONCE(h->tx_desc[pos].len_flags,
-			   u4v_desc_pack(s.len, s.sof, s.eof,
+			   u4k_desc_pack(s.len, s.sof, s.eof,
 					 U4V_DESC_POSTED | U4V_DESC_INTERRUPT));
 	}
 	h->tx_prod = tx_prod;
@@ -421,7 +421,7 @@ static int u4v_tx_commit(struct u4v_half *h, u32 tx_prod)
 }
 
 /* Give RX positions [h->rx_rel, rx_cons) back. Under chan->lock. */
-static int u4v_rx_commit(struct u4v_half *h, u32 rx_cons)
+static int u4k_rx_commit(struct u4k_half *h, u32 rx_cons)
 {
 	u32 i, pos, n = rx_cons - h->rx_rel;
 
@@ -431,7 +431,7 @@ static int u4v_rx_commit(struct u4v_half *h, u32 rx_cons)
 		/* the position depth - 1 ahead becomes postable */
 		pos = (h->rx_rel + i + h->depth - 1) & (h->depth - 1);
 		WRITE_ONCE(h->rx_desc[pos].len_flags,
-			   u4v_desc_pack(0, 0, 0, U4V_DESC_POSTED |
+			   u4k_desc_pack(0, 0, 0, U4V_DESC_POSTED |
 						  U4V_DESC_INTERRUPT));
 	}
 	h->rx_rel = rx_cons;
@@ -439,10 +439,10 @@ static int u4v_rx_commit(struct u4v_half *h, u32 rx_cons)
 }
 
 /* Move frames after a doorbell on half h. Under chan->lock. */
-static void u4v_half_move(struct u4v_half *h, bool tx, bool rx)
+static void u4k_half_move(struct u4k_half *h, bool tx, bool rx)
 {
-	const struct u4v_cable_ops *ops = u4v_cable_of(h->uctx)->ops;
-	struct u4v_half *peer = h->peer;
+	const struct u4k_cable_ops *ops = u4k_cable_of(h->uctx)->ops;
+	struct u4k_half *peer = h->peer;
 	u32 delivered, completed;
 
 	if (!h->chan->loopback && ops->kick) {
@@ -451,24 +451,24 @@ static void u4v_half_move(struct u4v_half *h, bool tx, bool rx)
 	}
 	/* our TX into the peer's posted RX: an RX interrupt there */
 	if (tx) {
-		u4v_soft_pump(h, &delivered, &completed);
+		u4k_soft_pump(h, &delivered, &completed);
 		if (delivered)
-			u4v_half_wake(peer, true);
+			u4k_half_wake(peer, true);
 	}
 	/* RX space freed: the peer's stalled TX moves now */
 	if (rx && !peer->dead) {
-		u4v_soft_pump(peer, &delivered, &completed);
+		u4k_soft_pump(peer, &delivered, &completed);
 		if (delivered)
-			u4v_half_wake(h, true);
+			u4k_half_wake(h, true);
 		if (completed && peer != h)
-			u4v_half_wake(peer, false);
+			u4k_half_wake(peer, false);
 	}
 }
 
-int u4v_doorbell(struct u4v_ucontext *uctx, u32 remote, bool has_tx,
+int u4k_doorbell(struct u4k_ucontext *uctx, u32 remote, bool has_tx,
 		 u32 tx_prod, bool has_rx, u32 rx_cons)
 {
-	struct u4v_half *h;
+	struct u4k_half *h;
 	int ret = 0;
 
 	if (remote >= U4V_MAX_CTX)
@@ -481,14 +481,14 @@ int u4v_doorbell(struct u4v_ucontext *uctx, u32 remote, bool has_tx,
 		return -EINVAL; /* no shadow ring: use the doorbell page */
 	mutex_lock(&h->chan->lock);
 	/* stale: the remote context left; a new connect finds its successor */
-	if (h->dead || u4v_half_stale(h))
+	if (h->dead || u4k_half_stale(h))
 		ret = -ENOLINK;
 	if (!ret && has_rx)
-		ret = u4v_rx_commit(h, rx_cons);
+		ret = u4k_rx_commit(h, rx_cons);
 	if (!ret && has_tx)
-		ret = u4v_tx_commit(h, tx_prod);
+		ret = u4k_tx_commit(h, tx_prod);
 	if (!ret)
-		u4v_half_move(h, has_tx, has_rx);
+		u4k_half_move(h, has_tx, has_rx);
 	mutex_unlock(&h->chan->lock);
 	return ret;
 }
@@ -499,7 +499,7 @@ int u4v_doorbell(struct u4v_ucontext *uctx, u32 remote, bool has_tx,
  * poster wrote, and only ever inside the half's own TX pool). Returns
  * whether anything moved. Under cable->lock (h stays alive).
  */
-bool u4v_direct_poll(struct u4v_half *h)
+bool u4k_direct_poll(struct u4k_half *h)
 {
 	u32 mask = h->depth - 1, n;
 	bool rx = false, tx = false;
@@ -509,7 +509,7 @@ bool u4v_direct_poll(struct u4v_half *h)
 		goto out;
 	/* the NHI's RX register: one past the last posted descriptor */
 	n = (READ_ONCE(*h->rx_db) - (h->depth - 1) - h->rx_rel) & mask;
-	rx = n && !u4v_rx_commit(h, h->rx_rel + n);
+	rx = n && !u4k_rx_commit(h, h->rx_rel + n);
 	/* pairs with the poster's release of the producer */
 	n = ((smp_load_acquire(h->tx_db) >> U4V_DB_PROD_SHIFT) - h->tx_prod) &
 	    mask;
@@ -517,7 +517,7 @@ bool u4v_direct_poll(struct u4v_half *h)
 	if (tx)
 		h->tx_prod += n;
 	if (tx || rx || h->tx_done != h->tx_prod)
-		u4v_half_move(h, true, rx);
+		u4k_half_move(h, true, rx);
 out:
 	mutex_unlock(&h->chan->lock);
 	return tx || rx;

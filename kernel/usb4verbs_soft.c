@@ -28,9 +28,9 @@
 #include "usb4verbs.h"
 
 /* Under chan->lock. */
-void u4v_soft_pump(struct u4v_half *tx, u32 *delivered, u32 *completed)
+void u4k_soft_pump(struct u4k_half *tx, u32 *delivered, u32 *completed)
 {
-	struct u4v_half *rx = tx->peer;
+	struct u4k_half *rx = tx->peer;
 	u64 pool = (u64)tx->depth * U4V_FRAME_SIZE;
 	u32 tpos, rpos, lf, len, done;
 	struct u4v_desc *d;
@@ -47,7 +47,7 @@ void u4v_soft_pump(struct u4v_half *tx, u32 *delivered, u32 *completed)
 		off = READ_ONCE(d->phys) - tx->buf[U4V_MAP_TX_POOL]->dma;
 		if (off > pool - len)
 			off = (u64)tpos * U4V_FRAME_SIZE;
-		done = u4v_desc_pack(len, (lf >> U4V_DESC_SOF_SHIFT) &
+		done = u4k_desc_pack(len, (lf >> U4V_DESC_SOF_SHIFT) &
 					  U4V_DESC_PDF_MASK,
 				     (lf >> U4V_DESC_EOF_SHIFT) &
 					  U4V_DESC_PDF_MASK,
@@ -68,16 +68,16 @@ void u4v_soft_pump(struct u4v_half *tx, u32 *delivered, u32 *completed)
 	}
 }
 
-static struct u4v_cable *soft[2];
+static struct u4k_cable *soft[2];
 /* DMA device of both ends: their memory takes the Thunderbolt path */
-static struct platform_device *u4v_soft_pdev;
-static struct task_struct *u4v_engine;
-static DECLARE_WAIT_QUEUE_HEAD(u4v_engine_wq);
+static struct platform_device *u4k_soft_pdev;
+static struct task_struct *u4k_engine;
+static DECLARE_WAIT_QUEUE_HEAD(u4k_engine_wq);
 
 /* One pass over every direct context's channels of one end. */
-static bool u4v_soft_scan(struct u4v_cable *cable)
+static bool u4k_soft_scan(struct u4k_cable *cable)
 {
-	struct u4v_ucontext *c;
+	struct u4k_ucontext *c;
 	bool busy = false;
 	u32 i, j;
 
@@ -85,30 +85,30 @@ static bool u4v_soft_scan(struct u4v_cable *cable)
 	for (i = 0; i < U4V_MAX_CTX; i++) {
 		c = cable->ctx[i];
 		for (j = 0; c && c->direct && j < U4V_MAX_CTX; j++)
-			if (c->halves[j] && u4v_direct_poll(c->halves[j]))
+			if (c->halves[j] && u4k_direct_poll(c->halves[j]))
 				busy = true;
 	}
 	mutex_unlock(&cable->lock);
 	return busy;
 }
 
-static bool u4v_soft_direct_users(void)
+static bool u4k_soft_direct_users(void)
 {
 	return READ_ONCE(soft[0]->nr_direct) || READ_ONCE(soft[1]->nr_direct);
 }
 
-static int u4v_soft_engine(void *data)
+static int u4k_soft_engine(void *data)
 {
 	unsigned int idle = 0;
 
 	while (!kthread_should_stop()) {
-		if (!u4v_soft_direct_users()) {
-			wait_event_interruptible(u4v_engine_wq,
-						 u4v_soft_direct_users() ||
+		if (!u4k_soft_direct_users()) {
+			wait_event_interruptible(u4k_engine_wq,
+						 u4k_soft_direct_users() ||
 						 kthread_should_stop());
 			continue;
 		}
-		if (u4v_soft_scan(soft[0]) | u4v_soft_scan(soft[1]))
+		if (u4k_soft_scan(soft[0]) | u4k_soft_scan(soft[1]))
 			idle = 0;
 		if (++idle < 10000)
 			usleep_range(10, 20);
@@ -118,93 +118,93 @@ static int u4v_soft_engine(void *data)
 	return 0;
 }
 
-void u4v_soft_engine_wake(void)
+void u4k_soft_engine_wake(void)
 {
-	wake_up(&u4v_engine_wq);
+	wake_up(&u4k_engine_wq);
 }
 
-static int u4v_soft_send(struct u4v_cable *cable, struct u4v_msg *m)
+static int u4k_soft_send(struct u4k_cable *cable, struct u4k_msg *m)
 {
-	u4v_proto_recv(cable->priv, m);
+	u4k_proto_recv(cable->priv, m);
 	return 0;
 }
 
 /* End 1 joins the channel end 0 is opening: side[1] of the same chan. */
-static struct u4v_half *u4v_soft_join(struct u4v_cable *cable,
-				      struct u4v_ucontext *owner,
-				      struct u4v_msg *m)
+static struct u4k_half *u4k_soft_join(struct u4k_cable *cable,
+				      struct u4k_ucontext *owner,
+				      struct u4k_msg *m)
 {
-	return u4v_chan_pair(((struct u4v_cable *)cable->priv)->opening, owner);
+	return u4k_chan_pair(((struct u4k_cable *)cable->priv)->opening, owner);
 }
 
-static const struct u4v_cable_ops u4v_soft_cable_ops = {
-	.send = u4v_soft_send,
-	.chan_join = u4v_soft_join,
+static const struct u4k_cable_ops u4k_soft_cable_ops = {
+	.send = u4k_soft_send,
+	.chan_join = u4k_soft_join,
 	/* no hardware: the engine moves frames for every channel */
 };
 
-void u4v_soft_cable_destroy(void)
+void u4k_soft_cable_destroy(void)
 {
 	int i;
 
-	if (u4v_engine)
-		kthread_stop(u4v_engine);
-	u4v_engine = NULL;
+	if (u4k_engine)
+		kthread_stop(u4k_engine);
+	u4k_engine = NULL;
 	for (i = 0; i < 2; i++)
 		if (soft[i])
-			u4v_cable_down(soft[i]);
+			u4k_cable_down(soft[i]);
 	for (i = 0; i < 2; i++)
 		if (soft[i] && soft[i]->dev)
-			u4v_dev_remove(soft[i]->dev);
+			u4k_dev_remove(soft[i]->dev);
 	for (i = 0; i < 2; i++) {
 		if (soft[i])
-			u4v_cable_put(soft[i]);
+			u4k_cable_put(soft[i]);
 		soft[i] = NULL;
 	}
-	if (u4v_soft_pdev)
-		platform_device_unregister(u4v_soft_pdev);
-	u4v_soft_pdev = NULL;
+	if (u4k_soft_pdev)
+		platform_device_unregister(u4k_soft_pdev);
+	u4k_soft_pdev = NULL;
 }
 
-int u4v_soft_cable_create(void)
+int u4k_soft_cable_create(void)
 {
 	struct platform_device *pdev;
-	struct u4v_dev *dev;
+	struct u4k_dev *dev;
 	struct task_struct *t;
 	int i, ret;
 
 	pdev = platform_device_register_simple("usb4verbs-soft", -1, NULL, 0);
 	if (IS_ERR(pdev))
 		return PTR_ERR(pdev);
-	u4v_soft_pdev = pdev;
+	u4k_soft_pdev = pdev;
 	ret = dma_coerce_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
 	if (ret)
 		goto err;
 	ret = -ENOMEM;
 	for (i = 0; i < 2; i++) {
-		soft[i] = u4v_cable_alloc(&u4v_soft_cable_ops, i,
-					  u4v_soft_channels, 0);
+		soft[i] = u4k_cable_alloc(&u4k_soft_cable_ops, i,
+					  u4k_soft_channels, 0);
 		if (!soft[i])
 			goto err;
 	}
 	soft[0]->priv = soft[1];
 	soft[1]->priv = soft[0];
 	for (i = 0; i < 2; i++) {
-		dev = u4v_dev_add(soft[i], &pdev->dev,
+		dev = u4k_dev_add(soft[i], &pdev->dev,
 				  0x0200005500000000ull | (i + 1));
 		ret = PTR_ERR_OR_ZERO(dev);
 		if (ret)
 			goto err;
 		soft[i]->dev = dev;
 	}
-	t = u4v_allow_direct ? kthread_run(u4v_soft_engine, NULL, "u4v-dma") :
+	t = u4k_allow_direct ? kthread_run(u4k_soft_engine, NULL, "u4v-dma") :
 			       NULL;
 	ret = PTR_ERR_OR_ZERO(t);
 	if (ret)
 		goto err;
-	u4v_engine = t;
+	u4k_engine = t;
 	return 0;
 err:
-	u4v_soft_cable_destroy();
+	u4k_soft_cable_destroy();
 	return ret;
 }
