@@ -24,7 +24,8 @@
 #include <linux/eventfd.h>
 #include <rdma/ib_verbs.h>
 
-#include "include/uapi/usb4verbs-abi.h"
+#include "include/uapi/rdma/usb4verbs-abi.h"
+#include "include/usb4verbs-limits.h"
 
 #define U4K_DRV_NAME "usb4verbs"
 

@@ -19,18 +19,7 @@
 
 #include "usb4verbs.h"
 
-/* Limits the kernel itself enforces on its bookkeeping objects. */
-#define U4K_K_MAX_QP 4096
-#define U4K_K_MAX_CQ 4096
-#define U4K_K_MAX_CQE (1 << 20)
-#define U4K_K_MAX_PD 4096
-#define U4K_K_MAX_MR 65536
-#define U4K_K_MAX_QP_WR 8192
-#define U4K_K_MAX_SGE 16
-#define U4K_K_MAX_MSG (1u << 30)
 #define U4K_GID_TBL_LEN 4
-#define U4K_VENDOR_ID 0x8086
-#define U4K_VENDOR_PART_ID 0x4b34
 
 struct u4k_pd {
 	struct ib_pd ibpd;
@@ -72,27 +61,27 @@ static int u4k_query_device(struct ib_device *ibdev,
 		return -EINVAL;
 	memset(attr, 0, sizeof(*attr));
 	attr->sys_image_guid = cpu_to_be64(dev->guid);
-	attr->max_mr_size = 1ull << 40;
+	attr->max_mr_size = U4V_MAX_MR_SIZE;
 	attr->page_size_cap = PAGE_SIZE;
-	attr->vendor_id = U4K_VENDOR_ID;
-	attr->vendor_part_id = U4K_VENDOR_PART_ID;
+	attr->vendor_id = U4V_VENDOR_ID;
+	attr->vendor_part_id = U4V_VENDOR_PART_ID;
 	attr->hw_ver = U4V_ABI_VERSION;
-	attr->max_qp = U4K_K_MAX_QP;
-	attr->max_qp_wr = U4K_K_MAX_QP_WR;
-	attr->max_send_sge = U4K_K_MAX_SGE;
-	attr->max_recv_sge = U4K_K_MAX_SGE;
-	attr->max_sge_rd = U4K_K_MAX_SGE;
-	attr->max_cq = U4K_K_MAX_CQ;
-	attr->max_cqe = U4K_K_MAX_CQE;
-	attr->max_mr = U4K_K_MAX_MR;
-	attr->max_pd = U4K_K_MAX_PD;
-	attr->max_qp_rd_atom = 16;
-	attr->max_qp_init_rd_atom = 16;
+	attr->max_qp = U4V_MAX_QP;
+	attr->max_qp_wr = U4V_MAX_QP_WR;
+	attr->max_send_sge = U4V_MAX_SGE;
+	attr->max_recv_sge = U4V_MAX_SGE;
+	attr->max_sge_rd = U4V_MAX_SGE;
+	attr->max_cq = U4V_MAX_CQ;
+	attr->max_cqe = U4V_MAX_CQE;
+	attr->max_mr = U4V_MAX_MR;
+	attr->max_pd = U4V_MAX_PD;
+	attr->max_qp_rd_atom = U4V_MAX_QP_RD_ATOM;
+	attr->max_qp_init_rd_atom = U4V_MAX_QP_RD_ATOM;
 	attr->atomic_cap = IB_ATOMIC_HCA;
-	attr->max_srq = 1024;
-	attr->max_srq_wr = U4K_K_MAX_QP_WR;
-	attr->max_srq_sge = U4K_K_MAX_SGE;
-	attr->max_ah = 65536;
+	attr->max_srq = U4V_MAX_SRQ;
+	attr->max_srq_wr = U4V_MAX_SRQ_WR;
+	attr->max_srq_sge = U4V_MAX_SGE;
+	attr->max_ah = U4V_MAX_AH;
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = 15;
 	return 0;
@@ -112,7 +101,7 @@ static int u4k_query_port(struct ib_device *ibdev, u32 port,
 	attr->active_mtu = IB_MTU_4096;
 	attr->gid_tbl_len = U4K_GID_TBL_LEN;
 	attr->pkey_tbl_len = 1;
-	attr->max_msg_sz = U4K_K_MAX_MSG;
+	attr->max_msg_sz = U4V_MAX_MSG_SZ;
 	attr->active_width = IB_WIDTH_4X;
 	attr->active_speed = IB_SPEED_FDR10;
 	return 0;
@@ -309,7 +298,7 @@ static void u4k_mmap_free(struct rdma_user_mmap_entry *e)
 
 static int u4k_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	return u4k_take(&to_u4k_dev(ibpd->device)->nr_pd, U4K_K_MAX_PD);
+	return u4k_take(&to_u4k_dev(ibpd->device)->nr_pd, U4V_MAX_PD);
 }
 
 static int u4k_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
@@ -330,9 +319,9 @@ static int u4k_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 
 	if (!udata)
 		return -EOPNOTSUPP;
-	if (attr->flags || attr->cqe < 1 || attr->cqe > U4K_K_MAX_CQE)
+	if (attr->flags || attr->cqe < 1 || attr->cqe > U4V_MAX_CQE)
 		return -EINVAL;
-	if (u4k_take(&dev->nr_cq, U4K_K_MAX_CQ))
+	if (u4k_take(&dev->nr_cq, U4V_MAX_CQ))
 		return -ENOMEM;
 	uctx = rdma_udata_to_drv_context(udata, struct u4k_ucontext, ibuc);
 	ibcq->cqe = attr->cqe;
@@ -393,12 +382,12 @@ static int u4k_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
 	    init->qp_type != IB_QPT_UD)
 		return -EOPNOTSUPP;
-	if (init->cap.max_send_wr > U4K_K_MAX_QP_WR ||
-	    init->cap.max_recv_wr > U4K_K_MAX_QP_WR ||
-	    init->cap.max_send_sge > U4K_K_MAX_SGE ||
-	    init->cap.max_recv_sge > U4K_K_MAX_SGE)
+	if (init->cap.max_send_wr > U4V_MAX_QP_WR ||
+	    init->cap.max_recv_wr > U4V_MAX_QP_WR ||
+	    init->cap.max_send_sge > U4V_MAX_SGE ||
+	    init->cap.max_recv_sge > U4V_MAX_SGE)
 		return -EINVAL;
-	if (u4k_take(&dev->nr_qp, U4K_K_MAX_QP))
+	if (u4k_take(&dev->nr_qp, U4V_MAX_QP))
 		return -ENOMEM;
 	qpn = ida_alloc_range(&dev->qpn_ida, 2, 0xffffff, GFP_KERNEL);
 	if (qpn < 0) {
@@ -454,7 +443,7 @@ static struct ib_mr *u4k_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 
 	if (!length || start + length < start)
 		return ERR_PTR(-EINVAL);
-	if (u4k_take(&dev->nr_mr, U4K_K_MAX_MR))
+	if (u4k_take(&dev->nr_mr, U4V_MAX_MR))
 		return ERR_PTR(-ENOMEM);
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr) {

@@ -40,7 +40,7 @@ has "$lib" '/man7/usb4verbs\.7\.gz$'
 has "$tools" '^\./usr/bin/usb4v-sim$'
 has "$tools" '/libusb4v-sim-shim\.so$'
 has "$dkms" "^\./usr/src/usb4verbs-$up/dkms\.conf$"
-has "$dkms" "^\./usr/src/usb4verbs-$up/include/uapi/usb4verbs-abi\.h$"
+has "$dkms" "^\./usr/src/usb4verbs-$up/include/uapi/rdma/usb4verbs-abi\.h$"
 # the source of every object the module links (usb4verbs-y)
 for obj in $(grep -o 'usb4verbs_[a-z]*\.o' kernel/Kbuild); do
 	has "$dkms" "^\./usr/src/usb4verbs-$up/${obj%.o}\.c$"

@@ -249,7 +249,7 @@ static void nhi_close(struct u4l_dev *dev)
 	struct nhi_dev *d = to_nhi(dev);
 	struct nhi_chan *c, *n;
 
-	for (unsigned int i = 0; i < U4V_MAX_CTX; i++)
+	for (unsigned int i = 0; i < U4L_MAX_CTX; i++)
 		if (d->chans[i])
 			nhi_chan_unmap(d->chans[i]);
 	for (c = d->old; c; c = n) {
@@ -372,7 +372,7 @@ static void *nhi_tx_slot(struct u4l_chan *chan)
 		nhi_tx_reap(c);
 	if (!nhi_tx_free(c) || c->dead)
 		return NULL;
-	return c->tx_pool + (size_t)(c->tx_prod & c->mask) * U4V_FRAME_SIZE;
+	return c->tx_pool + (size_t)(c->tx_prod & c->mask) * U4L_FRAME_MAX;
 }
 
 static uint32_t nhi_pack(uint32_t len, uint32_t pdf, uint32_t flags)
@@ -497,11 +497,11 @@ static int nhi_rx_peek(struct u4l_chan *chan, struct u4l_rx_frame *frame)
 	}
 	len = lf & U4V_DESC_LEN_MASK;
 	if (!len)
-		len = U4V_FRAME_SIZE;
+		len = U4L_FRAME_MAX;
 	flags = (lf >> U4V_DESC_FLAGS_SHIFT) & U4V_DESC_CRC_ERROR ?
 			U4L_RX_CRC_ERR :
 			0;
-	frame->buf = c->rx_pool + (size_t)pos * U4V_FRAME_SIZE;
+	frame->buf = c->rx_pool + (size_t)pos * U4L_FRAME_MAX;
 	frame->len = len;
 	frame->flags = flags;
 	return 1;
@@ -514,7 +514,7 @@ static void nhi_rx_release(struct u4l_chan *chan)
 	uint32_t len = lf & U4V_DESC_LEN_MASK;
 
 	count(&c->dev->counters.rx_frames, 1);
-	count(&c->dev->counters.rx_bytes, len ? len : U4V_FRAME_SIZE);
+	count(&c->dev->counters.rx_bytes, len ? len : U4L_FRAME_MAX);
 	c->rx_cons++;
 	if (c->rx_cons - c->rx_rel_rung >= c->depth / 4)
 		nhi_rx_flush(c);

@@ -10,7 +10,7 @@
 #include <usb4verbs/link.h>
 #include <usb4verbs/nhi.h>
 
-#include "../../kernel/include/uapi/usb4verbs-abi.h"
+#include <rdma/usb4verbs-abi.h>
 
 struct nhi_dev;
 
@@ -52,7 +52,7 @@ struct nhi_dev {
 	size_t status_len;
 	pthread_mutex_t lock; /* channel table */
 	uint32_t chan_gen_seen;
-	struct nhi_chan *chans[U4V_MAX_CTX];
+	struct nhi_chan *chans[U4L_MAX_CTX];
 	struct nhi_chan *new_head, *new_tail;
 	struct nhi_chan *old;
 	struct u4l_counters counters;

@@ -14,25 +14,10 @@
 #include <stdint.h>
 #include <usb4verbs/link.h>
 
-/* Device capabilities: one place, reported by query_device and enforced. */
-#define U4V_MAX_MSG_SZ (1u << 30)
-#define U4V_MAX_QP 4096u
-#define U4V_MAX_QP_WR 8192u
-#define U4V_MAX_SGE 16u
-#define U4V_MAX_INLINE 512u
-#define U4V_MAX_CQ 4096u
-#define U4V_MAX_CQE (1u << 20)
-#define U4V_MAX_MR 65536u
-#define U4V_MAX_MR_SIZE (1ull << 40)
-#define U4V_MAX_PD 4096u
-#define U4V_MAX_QP_RD_ATOM 16u
-#define U4V_MAX_SRQ 1024u
-#define U4V_MAX_SRQ_WR 8192u
-#define U4V_MAX_AH 65536u
-#define U4V_MAX_QKEY 0x7fffffffu
+/* Device identity and limits, shared with the kernel shim. */
+#include <usb4verbs-limits.h>
+/* Reported by query_port; the kernel shim says the same (IB_MTU_4096). */
 #define U4V_MTU IBV_MTU_4096
-#define U4V_VENDOR_ID 0x8086u	   /* Intel: the NHI's PCI vendor */
-#define U4V_VENDOR_PART_ID 0x4b34u /* outside perftest's mlx/efa table */
 
 struct u4v_ctx;
 struct u4v_pd;

@@ -19,8 +19,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define U4L_FRAME_MAX 4096u /* one NHI frame buffer; no scatter-gather */
-#define U4L_MAX_CTX 64u	    /* contexts per cable, both ends together */
+#include <rdma/usb4verbs-abi.h>
+
+/* The kernel shim's ABI fixes both; every backend keeps to them. */
+#define U4L_FRAME_MAX U4V_FRAME_SIZE /* one NHI frame buffer; no s/g */
+#define U4L_MAX_CTX U4V_MAX_CTX	     /* contexts per cable, both ends */
 
 /* Frame kinds carried in the descriptor's PDF field (like thunderbolt-net). */
 enum u4l_pdf {
