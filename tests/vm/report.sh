@@ -14,7 +14,7 @@ END {
 		printf "PERF-RATIO %-11s usb4v %8s MB/s  rxe %8s MB/s  ratio %s\n", t[i], u, r,
 			(r > 0 && u != "") ? sprintf("%.2f", u / r) : "n/a"
 	}
-	if (bw["direct_write_bw"] != "")
+	if (bw["direct_write_bw"] != "" && bw["usb4v_write_bw"] != "")
 		printf "PERF-DIRECT write_bw    direct %8s MB/s  safe %8s MB/s\n",
 			bw["direct_write_bw"], bw["usb4v_write_bw"]
 }'

@@ -2,30 +2,36 @@
 # SPDX-License-Identifier: MIT
 #
 # Boot Debian's own kernel under QEMU (TCG), load usb4verbs.ko with
-# soft_cable=1 and run the verbs tools against it and against Soft-RoCE.
+# soft_cable=1 and run plans (tests/vm/plans/<name>.sh, in the order given)
+# in the guest. A plan may have a host-side <name>.stage, sourced here to put
+# what it needs into the image (copy_bin, copy_libs, copy_tree, add_mod).
 # Pass/fail comes from markers on the serial console.
 #
-#   run-vm.sh --src DIR --build DIR --out DIR [--plan NAME] [--timeout SECS]
+#   run-vm.sh --src DIR --build DIR --out DIR --plans "a b ..." [--timeout SECS]
 #
 # Exit: 0 pass, 1 fail, 77 skip (no qemu / kernel image / headers / busybox).
 # Environment: U4V_VM_KVER picks the kernel (default: the newest one that
-# has both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build).
+# has both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build); U4V_VM_LOCK
+# names a lock file held while QEMU runs (one VM at a time on a shared host).
 set -u
 set -o pipefail
 
-SRC= BUILD= OUT= PLAN=full TMO=270 EXTRA=
+SRC= BUILD= OUT= PLANS= TMO=270
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--src) SRC=$2; shift 2 ;;
 	--build) BUILD=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
-	--plan) PLAN=$2; shift 2 ;;
+	--plans) PLANS=$2; shift 2 ;;
 	--timeout) TMO=$2; shift 2 ;;
-	--extra) EXTRA=$2; shift 2 ;; # a script run in the guest (plan "extra")
 	*) echo "unknown argument $1" >&2; exit 2 ;;
 	esac
 done
-[ -n "$SRC" ] && [ -n "$BUILD" ] && [ -n "$OUT" ] || { echo "usage: $0 --src --build --out" >&2; exit 2; }
+[ -n "$SRC" ] && [ -n "$BUILD" ] && [ -n "$OUT" ] && [ -n "$PLANS" ] ||
+	{ echo "usage: $0 --src DIR --build DIR --out DIR --plans \"a b\"" >&2; exit 2; }
+for p in $PLANS; do
+	[ -e "$SRC/tests/vm/plans/$p.sh" ] || { echo "no plan $p" >&2; exit 2; }
+done
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
@@ -51,7 +57,7 @@ fi
 [ -n "$KVER" ] || skip "no kernel with both /boot/vmlinuz-<ver> and headers (apt: linux-image-amd64 linux-headers-amd64)"
 [ -r "/boot/vmlinuz-$KVER" ] || skip "/boot/vmlinuz-$KVER not readable"
 KDIR=/lib/modules/$KVER/build
-say "kernel $KVER, qemu $QEMU, busybox $BUSYBOX, plan $PLAN"
+say "kernel $KVER, qemu $QEMU, busybox $BUSYBOX, plans $PLANS"
 
 rm -rf "$OUT"
 mkdir -p "$OUT/kmod" "$OUT/root"
@@ -59,8 +65,8 @@ ROOT=$OUT/root
 
 # 1. The module, built out of tree in a copy (keeps the source tree clean).
 cp "$SRC"/kernel/*.c "$SRC"/kernel/*.h "$SRC"/kernel/Kbuild "$OUT/kmod/"
-mkdir -p "$OUT/kmod/include/uapi"
-cp "$SRC"/kernel/include/uapi/*.h "$OUT/kmod/include/uapi/"
+mkdir -p "$OUT/kmod/include"
+cp -r "$SRC"/kernel/include/. "$OUT/kmod/include/"
 # W=1 and, where installed, sparse (C=1): both must stay silent.
 CHECK=
 command -v sparse >/dev/null && CHECK=C=1
@@ -90,6 +96,10 @@ copy_libs() {
 		mkdir -p "$ROOT$(dirname "$lib")"
 		cp -L "$lib" "$ROOT$lib"
 	done
+}
+copy_tree() { # a directory (or file), as is, at the same path in the image
+	mkdir -p "$ROOT$(dirname "$1")"
+	cp -a "$1" "$ROOT$(dirname "$1")/"
 }
 TOOLS="ibv_devinfo ibv_devices ibv_rc_pingpong ibv_ud_pingpong ibv_srq_pingpong
 ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw rdma"
@@ -129,6 +139,12 @@ add_mod() {
 }
 for m in crc32_generic ib_uverbs rdma_rxe; do add_mod $m; done
 for m in $(modinfo -F depends "$KO" | tr ',' ' '); do add_mod "$m"; done
+# What the plans need besides the basics.
+for p in $PLANS; do
+	if [ -e "$SRC/tests/vm/plans/$p.stage" ]; then
+		. "$SRC/tests/vm/plans/$p.stage" || fail "staging for plan $p"
+	fi
+done
 mkdir -p "$ROOT/lib/modules"
 : >"$ROOT/lib/modules/order"
 while read -r f; do
@@ -138,24 +154,33 @@ done <"$MODS"
 cp "$KO" "$ROOT/lib/modules/usb4verbs.ko"
 say "image staged ($(wc -l <"$MODS") kernel modules)"
 
-# 4. /init: one marker per step; every step bounded.
+# 4. /init, its helpers and the plans: one marker per step, all bounded.
 cp "$SRC/tests/vm/guest-init.sh" "$ROOT/init"
 chmod +x "$ROOT/init"
-echo "$PLAN" >"$ROOT/etc/u4v-plan"
+mkdir -p "$ROOT/etc/u4v/plans"
+cp "$SRC/tests/vm/guest-lib.sh" "$ROOT/etc/u4v/"
+for p in $PLANS; do cp "$SRC/tests/vm/plans/$p.sh" "$ROOT/etc/u4v/plans/"; done
+echo "$PLANS" >"$ROOT/etc/u4v/plan-list"
 # guest-side budget: start no new tool pair after this many seconds of uptime
 echo $(( TMO > 80 ? TMO - 70 : 10 )) >"$ROOT/etc/u4v-budget"
-[ -n "$EXTRA" ] && cp "$EXTRA" "$ROOT/etc/u4v-extra.sh"
 
 (cd "$ROOT" && find . | cpio -o -H newc --quiet | gzip -1) >"$OUT/initrd.gz" || fail "cpio"
 say "initramfs $(du -h "$OUT/initrd.gz" | cut -f1)"
 
 # 5. Boot. Never leave qemu behind: timeout kills it, -no-reboot ends it.
 LOG=$OUT/serial.log
+if [ -n "${U4V_VM_LOCK:-}" ]; then
+	exec 9>"$U4V_VM_LOCK"
+	say "waiting for $U4V_VM_LOCK"
+	flock 9
+fi
+say "booting"
 timeout -k 5 "$TMO" "$QEMU" -accel tcg -smp 2 -m 2048 -nographic -no-reboot \
 	-kernel "/boot/vmlinuz-$KVER" -initrd "$OUT/initrd.gz" \
 	-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=4 rdinit=/init" \
 	-nic none -monitor none -serial "file:$LOG" </dev/null >"$OUT/qemu.out" 2>&1
 RC=$?
+[ -n "${U4V_VM_LOCK:-}" ] && exec 9>&-
 say "qemu exited rc=$RC"
 [ $RC -eq 124 ] && echo "VM timed out after ${TMO}s"
 
@@ -165,7 +190,11 @@ cat "$OUT/markers.txt"
 "$SRC/tests/vm/report.sh" "$LOG" | tee "$OUT/report.txt"
 grep -q '^U4V-DONE' "$LOG" || { tail -40 "$LOG"; fail "VM did not finish"; }
 if grep -q '^U4V-STEP .* FAIL' "$LOG"; then fail "steps failed (log: $LOG)"; fi
-if [ "$PLAN" = full ] && grep -q '^U4V-STEP ibv_devinfo PASS' "$LOG" &&
+for p in $PLANS; do
+	grep -q "^U4V-PLAN $p\b" "$OUT/markers.txt" || fail "plan $p did not run"
+done
+if case " $PLANS " in *" tools "*) true ;; *) false ;; esac &&
+	grep -q '^U4V-STEP ibv_devinfo PASS' "$LOG" &&
 	[ "$(grep -cE '^PERF-RATIO .* ratio [0-9]+\.[0-9]+$' "$OUT/report.txt")" -ne 4 ]; then
 	fail "usb4verbs/rxe ratio lines missing"
 fi

@@ -1,0 +1,80 @@
+#!/bin/busybox sh
+# SPDX-License-Identifier: MIT
+# Helpers for the guest's plans (sourced by /init). Every step prints
+#   U4V-STEP <name> PASS|FAIL|SKIP [detail]
+# and every command a step runs is bounded.
+
+step() { # name rc [detail]
+	if [ "$2" = 0 ]; then echo "U4V-STEP $1 PASS $3"; else echo "U4V-STEP $1 FAIL rc=$2 $3"; fi
+}
+skipstep() { echo "U4V-STEP $1 SKIP $2"; }
+
+have_provider=0
+[ -e /etc/libibverbs.d/usb4verbs.driver ] && have_provider=1
+have_ktest=0
+[ -x /usr/bin/u4v_ktest ] && have_ktest=1
+
+# Load usb4verbs.ko (soft cable) with extra parameters; unload it.
+u4v_load() { insmod /lib/modules/usb4verbs.ko soft_cable=1 "$@"; }
+u4v_unload() { timeout 60 rmmod usb4verbs; }
+u4v_loaded() { [ -d /sys/module/usb4verbs ]; }
+
+# The guest-side budget: start no new tool pair after this many seconds of
+# uptime, so the whole run ends before the host's timeout.
+BUDGET=$(cat /etc/u4v-budget 2>/dev/null || echo 200)
+uptime_s() { cut -d. -f1 /proc/uptime; }
+budget_left() { [ "$(uptime_s)" -lt "$BUDGET" ]; }
+
+# Two processes over the cable: the client gets "localhost" appended.
+pair() { # name server-cmd client-cmd
+	name=$1; srv=$2; cli=$3
+	if ! budget_left; then
+		step $name 1 "not run: VM time budget (${BUDGET}s) spent"
+		return
+	fi
+	timeout 35 $srv >/tmp/$name.srv 2>&1 &
+	spid=$!
+	sleep 1
+	timeout 30 $cli localhost >/tmp/$name.cli 2>&1
+	crc=$?
+	wait $spid
+	src=$?
+	echo "--- $name server"; cat /tmp/$name.srv
+	echo "--- $name client"; cat /tmp/$name.cli
+	[ $crc = 0 ] && [ $src = 0 ]
+	step $name $? "client=$crc server=$src"
+}
+
+bw_of() { # MB/s of a perftest log's last result line: bytes x message rate
+	# (the BW column has two decimals: slow atomics under TCG round to 0.00)
+	awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 {v=$1 * $5} END {if (v != "") printf "%.4f\n", v}' "$1"
+}
+positive() { awk -v b="${1:-0}" 'BEGIN { exit !(b + 0 > 0) }'; }
+good_bw() { # the client's figure, else the server's for the same run
+	# under TCG perftest's cycle-counter calibration can fail on one side
+	# ("Correlation coefficient r^2 < 0.9") and report 0 for a good run
+	for side in cli srv; do
+		bw=$(bw_of /tmp/$1.$side)
+		if positive "$bw"; then echo "$bw"; return; fi
+	done
+}
+perf_figure() {
+	bw=$(good_bw $1)
+	echo "PERF $1 ${bw:-0}"
+	positive "$bw"
+	step ${1}_figure $? "MB/s=${bw:-none}"
+}
+perf2() { # label server-dev client-dev tool args...
+	label=$1; sdev=$2; cdev=$3; tool=$4; shift 4
+	pair "${label}" "$tool -d $sdev -F $*" "$tool -d $cdev -F $*"
+	# both sides' calibration failed: one more run for a figure
+	if [ -z "$(good_bw $label)" ]; then
+		echo "U4V-INFO $label: no figure (perftest calibration), once more"
+		pair "${label}" "$tool -d $sdev -F $*" "$tool -d $cdev -F $*"
+	fi
+	perf_figure $label
+}
+perf() { # label dev tool args...
+	label=$1; dev=$2; tool=$3; shift 3
+	perf2 "$label" $dev $dev $tool "$@"
+}
