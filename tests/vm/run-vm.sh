@@ -172,7 +172,7 @@ LOG=$OUT/serial.log
 if [ -n "${U4V_VM_LOCK:-}" ]; then
 	exec 9>"$U4V_VM_LOCK"
 	say "waiting for $U4V_VM_LOCK"
-	flock 9
+	flock -w 1800 9 || fail "$U4V_VM_LOCK held for 30 minutes"
 fi
 say "booting"
 timeout -k 5 "$TMO" "$QEMU" -accel tcg -smp 2 -m 2048 -nographic -no-reboot \
