@@ -25,7 +25,22 @@ BUDGET=$(cat /etc/u4v-budget 2>/dev/null || echo 200)
 uptime_s() { cut -d. -f1 /proc/uptime; }
 budget_left() { [ "$(uptime_s)" -lt "$BUDGET" ]; }
 
-# Two processes over the cable: the client gets "localhost" appended.
+# Wait (up to 20 s) until something listens on TCP port $1: under TCG on a
+# busy host a server can take seconds to get there.
+wait_listen() {
+	hex=$(printf '%04X' "$1")
+	i=0
+	while [ $i -lt 100 ]; do
+		cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+			awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" {f=1} END {exit !f}' && return 0
+		sleep 0.2
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# Two processes over the cable: the client gets "localhost" appended. Both
+# tools take their TCP side channel on port 18515 unless PAIR_PORT says.
 pair() { # name server-cmd client-cmd
 	name=$1; srv=$2; cli=$3
 	if ! budget_left; then
@@ -34,7 +49,7 @@ pair() { # name server-cmd client-cmd
 	fi
 	timeout 35 $srv >/tmp/$name.srv 2>&1 &
 	spid=$!
-	sleep 1
+	wait_listen "${PAIR_PORT:-18515}" || echo "U4V-INFO $name: server not listening after 20 s"
 	timeout 30 $cli localhost >/tmp/$name.cli 2>&1
 	crc=$?
 	wait $spid
