@@ -24,6 +24,9 @@
  *   .../ports/1/gid_attrs/ndevs/<i>             absent (ifindex 0)
  *   .../ports/1/pkeys/<i>                       "0xffff"
  *   class/infiniband/<ibdev>/board_id           read by ibv_devinfo only
+ *   class/misc/rdma_cm/abi_version              "4", read by librdmacm
+ *   class/misc/rdma_cm/usb4v_cm                 the shim's rendezvous token and
+ *                                               the ends' addresses
  * The other files (sys_image_guid, fw_ver, node_desc, hca_type, port
  * state/lid/link_layer...) are what the kernel would also show; tools that
  * read sysfs on their own find them consistent. usb4v_sim is the
@@ -558,6 +561,12 @@ int cable_build(const struct state_dir *st, const struct cable_info *info)
 	       info->index, info->shm, a0, a1, info->cm_token);
 	b_mkdir(&b, "sysfs/class/infiniband_verbs");
 	b_file(&b, "sysfs/class/infiniband_verbs/abi_version", "6");
+	/* librdmacm reads the rdma_cm ABI here when netlink RDMA fails; the
+	 * shim offers rdma_cm when it finds this directory */
+	b_mkdir(&b, "sysfs/class/misc/rdma_cm");
+	b_file(&b, "sysfs/class/misc/rdma_cm/abi_version", "4");
+	b_file(&b, "sysfs/class/misc/rdma_cm/usb4v_cm",
+	       "token=%s\nend0=%s\nend1=%s", info->cm_token, a0, a1);
 	build_device(&b, info, 0);
 	build_device(&b, info, 1);
 	if (b.err) {

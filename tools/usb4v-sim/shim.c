@@ -28,9 +28,17 @@
  *             write end, where it writes completion events (8-byte CQ
  *             handles, as the kernel would). Any other command fails with
  *             EOPNOTSUPP. Every other fd goes straight to libc.
+ *  /dev/infiniband/rdma_cm
+ *             When the cable's sysfs tree has class/misc/rdma_cm, open()
+ *             gives an rdma_cm file of the software cable (ucma.c: the
+ *             kernel's rdma_cm ABI, connections between the processes of
+ *             the cable through cm_wire.c), whose write()s are its commands
+ *             and which fstat() shows as a character device, as librdmacm
+ *             checks.
  *  close(), dup2(), dup3(), close_range()
- *             Forget command fds and channels whose fd number goes away;
- *             closing a channel's read end also closes its write end.
+ *             Forget command fds, channels and rdma_cm files whose fd number
+ *             goes away; closing a channel's read end also closes its write
+ *             end, closing an rdma_cm file destroys its ids.
  *
  * Edge cases, by design:
  *  - dup()/fcntl(F_DUPFD) of a command fd or channel yields an ordinary fd:
@@ -41,9 +49,9 @@
  *  - Everything the shim creates is O_CLOEXEC; after fork() both processes
  *    keep consistent copies of the tables.
  *
- * Hot path: write() and close() on ordinary fds test one bit of a static
- * bitmap (relaxed atomic load) and tail-call libc. The tables behind the
- * bitmaps are protected by one mutex.
+ * Hot path: write(), close() and fstat() on ordinary fds test one bit of a
+ * static bitmap (relaxed atomic load) and tail-call libc. The tables behind
+ * the bitmaps are protected by one mutex.
  */
 #undef _FORTIFY_SOURCE
 #define _GNU_SOURCE
@@ -67,6 +75,8 @@
 
 #include <rdma/ib_user_verbs.h>
 
+#include "ucma.h"
+
 #ifndef NETLINK_RDMA
 #define NETLINK_RDMA 20
 #endif
@@ -79,6 +89,9 @@
 
 static uint64_t cmd_bits[SHIM_MAX_FD / WORD_BITS];  /* command fds */
 static uint64_t chan_bits[SHIM_MAX_FD / WORD_BITS]; /* channel read ends */
+static uint64_t ucma_bits[SHIM_MAX_FD / WORD_BITS]; /* rdma_cm files */
+/* Any of the above: the one bit the hot paths test. */
+static uint64_t special_bits[SHIM_MAX_FD / WORD_BITS];
 static int chan_wfd[SHIM_MAX_FD];		    /* read end -> write end */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -176,6 +189,8 @@ static bool is_sim_cdev(const char *path)
 	name = path + sizeof(CDEV_PREFIX) - 1;
 	if (!*name || strchr(name, '/') || name[0] == '.')
 		return false;
+	if (!strcmp(name, "rdma_cm"))
+		return ucma_is_path(path);
 	/* libibverbs follows SYSFS_PATH only when not setuid: so do we */
 	if (getuid() != geteuid())
 		return false;
@@ -216,6 +231,13 @@ static int lower_fd(int fd)
 /* Forget whatever fd used to be (it is being closed or replaced). */
 static void forget_fd_locked(int fd)
 {
+	if (!bit_test(special_bits, fd))
+		return;
+	bit_clear(special_bits, fd);
+	if (bit_test(ucma_bits, fd)) {
+		bit_clear(ucma_bits, fd);
+		ucma_release(fd);
+	}
 	if (bit_test(cmd_bits, fd))
 		bit_clear(cmd_bits, fd);
 	if (bit_test(chan_bits, fd)) {
@@ -229,13 +251,31 @@ static void forget_fd_locked(int fd)
 
 static inline bool is_special(int fd)
 {
-	return bit_test(cmd_bits, fd) || bit_test(chan_bits, fd);
+	return bit_test(special_bits, fd);
 }
 
-static int open_sim_cdev(int flags)
+/* The software cable's rdma_cm device: a file of ucma.c. */
+static int open_sim_rdma_cm(int flags)
+{
+	int fd = ucma_open(flags, SHIM_MAX_FD);
+
+	if (fd < 0)
+		return -1;
+	pthread_mutex_lock(&lock);
+	forget_fd_locked(fd); /* stale entry from a raw close, if any */
+	bit_set(ucma_bits, fd);
+	bit_set(special_bits, fd);
+	pthread_mutex_unlock(&lock);
+	return fd;
+}
+
+/* path passed is_sim_cdev(). */
+static int open_sim_cdev(const char *path, int flags)
 {
 	int fd;
 
+	if (!strcmp(path, CDEV_PREFIX "rdma_cm"))
+		return open_sim_rdma_cm(flags);
 	fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null",
 			  (flags & ~(O_CREAT | O_TMPFILE | O_EXCL | O_TRUNC |
 				     O_DIRECTORY | O_NOFOLLOW)) | O_CLOEXEC);
@@ -253,6 +293,7 @@ static int open_sim_cdev(int flags)
 	pthread_mutex_lock(&lock);
 	forget_fd_locked(fd); /* stale entry from a raw close, if any */
 	bit_set(cmd_bits, fd);
+	bit_set(special_bits, fd);
 	pthread_mutex_unlock(&lock);
 	return fd;
 }
@@ -276,7 +317,7 @@ EXPORT int open(const char *path, int flags, ...)
 {
 	mode_t mode = MODE_ARG(flags);
 	if (__builtin_expect(is_sim_cdev(path), 0))
-		return open_sim_cdev(flags);
+		return open_sim_cdev(path, flags);
 	return NEXT(open_fn, "open")(path, flags, mode);
 }
 
@@ -284,7 +325,7 @@ EXPORT int open64(const char *path, int flags, ...)
 {
 	mode_t mode = MODE_ARG(flags);
 	if (__builtin_expect(is_sim_cdev(path), 0))
-		return open_sim_cdev(flags);
+		return open_sim_cdev(path, flags);
 	return NEXT(open_fn, "open64")(path, flags, mode);
 }
 
@@ -292,7 +333,7 @@ EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
 	mode_t mode = MODE_ARG(flags);
 	if (__builtin_expect(is_sim_cdev(path), 0))
-		return open_sim_cdev(flags);
+		return open_sim_cdev(path, flags);
 	return NEXT(openat_fn, "openat")(dirfd, path, flags, mode);
 }
 
@@ -300,7 +341,7 @@ EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
 	mode_t mode = MODE_ARG(flags);
 	if (__builtin_expect(is_sim_cdev(path), 0))
-		return open_sim_cdev(flags);
+		return open_sim_cdev(path, flags);
 	return NEXT(openat_fn, "openat64")(dirfd, path, flags, mode);
 }
 
@@ -308,28 +349,28 @@ EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 EXPORT int __open_2(const char *path, int flags)
 {
 	if (__builtin_expect(is_sim_cdev(path), 0))
-		return open_sim_cdev(flags);
+		return open_sim_cdev(path, flags);
 	return NEXT(open2_fn, "__open_2")(path, flags);
 }
 
 EXPORT int __open64_2(const char *path, int flags)
 {
 	if (__builtin_expect(is_sim_cdev(path), 0))
-		return open_sim_cdev(flags);
+		return open_sim_cdev(path, flags);
 	return NEXT(open2_fn, "__open64_2")(path, flags);
 }
 
 EXPORT int __openat_2(int dirfd, const char *path, int flags)
 {
 	if (__builtin_expect(is_sim_cdev(path), 0))
-		return open_sim_cdev(flags);
+		return open_sim_cdev(path, flags);
 	return NEXT(openat2_fn, "__openat_2")(dirfd, path, flags);
 }
 
 EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
 	if (__builtin_expect(is_sim_cdev(path), 0))
-		return open_sim_cdev(flags);
+		return open_sim_cdev(path, flags);
 	return NEXT(openat2_fn, "__openat64_2")(dirfd, path, flags);
 }
 
@@ -362,6 +403,40 @@ EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
 	if (__builtin_expect(is_sim_cdev(path), 0))
 		path = "/dev/null";
 	return NEXT(xstat_fn, "__xstat64")(ver, path, (struct stat *)st);
+}
+
+/* ---- fstat: librdmacm insists that its rdma_cm fd is a character device ---- */
+
+typedef int (*fstat_fn)(int, struct stat *);
+typedef int (*fxstat_fn)(int, int, struct stat *);
+
+EXPORT int fstat(int fd, struct stat *st)
+{
+	if (__builtin_expect(bit_test(ucma_bits, fd), 0))
+		return NEXT(stat_fn, "stat")("/dev/null", st);
+	return NEXT(fstat_fn, "fstat")(fd, st);
+}
+
+EXPORT int fstat64(int fd, struct stat64 *st)
+{
+	if (__builtin_expect(bit_test(ucma_bits, fd), 0))
+		return NEXT(stat_fn, "stat64")("/dev/null", (struct stat *)st);
+	return NEXT(fstat_fn, "fstat64")(fd, (struct stat *)st);
+}
+
+EXPORT int __fxstat(int ver, int fd, struct stat *st)
+{
+	if (__builtin_expect(bit_test(ucma_bits, fd), 0))
+		return NEXT(xstat_fn, "__xstat")(ver, "/dev/null", st);
+	return NEXT(fxstat_fn, "__fxstat")(ver, fd, st);
+}
+
+EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
+{
+	if (__builtin_expect(bit_test(ucma_bits, fd), 0))
+		return NEXT(xstat_fn, "__xstat64")(ver, "/dev/null",
+						   (struct stat *)st);
+	return NEXT(fxstat_fn, "__fxstat64")(ver, fd, (struct stat *)st);
 }
 
 /* ---- socket ---- */
@@ -412,6 +487,7 @@ static ssize_t create_comp_channel(const void *buf, size_t n)
 	forget_fd_locked(rfd);
 	chan_wfd[rfd] = wfd;
 	bit_set(chan_bits, rfd);
+	bit_set(special_bits, rfd);
 	pthread_mutex_unlock(&lock);
 
 	resp.fd = (uint32_t)rfd;
@@ -437,8 +513,12 @@ static ssize_t command_write(const void *buf, size_t n)
 
 EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
-	if (__builtin_expect(bit_test(cmd_bits, fd), 0))
-		return command_write(buf, n);
+	if (__builtin_expect(bit_test(special_bits, fd), 0)) {
+		if (bit_test(cmd_bits, fd))
+			return command_write(buf, n);
+		if (bit_test(ucma_bits, fd))
+			return ucma_write(fd, buf, n);
+	}
 	return real_write(fd, buf, n);
 }
 
