@@ -10,7 +10,8 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libibverbs-dev ibverbs-utils
       ibverbs-providers rdma-core perftest libcmocka-dev clang
       libclang-rt-14-dev valgrind python3 procps psmisc iproute2 gnuplot-nox
-      debhelper dh-dkms dpkg-dev git)
+      debhelper dh-dkms dpkg-dev git rdmacm-utils librdmacm-dev
+      libfabric-bin)
 if [ "${1:-}" = "--vm" ]; then
 	pkgs+=(qemu-system-x86 busybox-static linux-image-amd64
 	       linux-headers-amd64 kmod cpio xz-utils sparse)

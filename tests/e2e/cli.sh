@@ -44,15 +44,6 @@ run() {
 	fi
 }
 
-state_dir() {
-	if [ -n "${USB4V_SIM_DIR:-}" ]; then
-		echo "$USB4V_SIM_DIR"
-	elif [ -n "${XDG_RUNTIME_DIR:-}" ]; then
-		echo "$XDG_RUNTIME_DIR/usb4v-sim"
-	else
-		echo "/tmp/usb4v-sim-$uid"
-	fi
-}
 
 case $section in
 misuse)
@@ -91,7 +82,7 @@ misuse)
 	run 2 "no such cable" set --name "$c" --drop 0.1
 	run 2 "no such cable" exec --name "$c" -- true
 	# nothing above may have created the cable
-	[ -e "$(state_dir)/$c" ] && e2e_fail "a failed command left $(state_dir)/$c"
+	[ -e "$(e2e_state_dir)/$c" ] && e2e_fail "a failed command left $(e2e_state_dir)/$c"
 	[ -e "/dev/shm/usb4v-sim-$uid-$c" ] && e2e_fail "a failed command left /dev/shm/usb4v-sim-$uid-$c"
 
 	e2e_up "$c"
@@ -158,7 +149,7 @@ lifecycle)
 	[ $((n0 % 2)) -eq 0 ] || e2e_fail "end 0 device $D0 is not even"
 	[ "$D1" = "usb4vsim$((n0 + 1))" ] || e2e_fail "end 1 is $D1, not usb4vsim$((n0 + 1))"
 	# the sysfs tree carries the provider's file
-	sf=$(state_dir)/$c/sysfs/class/infiniband/$D1/usb4v_sim
+	sf=$(e2e_state_dir)/$c/sysfs/class/infiniband/$D1/usb4v_sim
 	grep -qx "shm=/usb4v-sim-$uid-$c end=1" "$sf" || e2e_fail "$sf: $(cat "$sf" 2>&1)"
 	"$SIM" down --name "$b" || e2e_fail "down $b failed"
 	"$SIM" down --name "$c" || e2e_fail "down $c failed"
@@ -167,10 +158,10 @@ lifecycle)
 down_clean)
 	c=$P-d
 	e2e_up "$c"
-	dir=$(state_dir)/$c
+	dir=$(e2e_state_dir)/$c
 	[ -d "$dir/sysfs/class/infiniband_verbs" ] || e2e_fail "$dir has no sysfs tree"
 	[ -e "/dev/shm/usb4v-sim-$uid-$c" ] || e2e_fail "segment /dev/shm/usb4v-sim-$uid-$c missing after up"
-	perm=$(stat -c %a "$(state_dir)")
+	perm=$(stat -c %a "$(e2e_state_dir)")
 	[ "$perm" = 700 ] || e2e_fail "state dir mode is $perm, not 700"
 	"$SIM" down --name "$c" || e2e_fail "down failed"
 	[ -e "$dir" ] && e2e_fail "down left $dir"
@@ -211,7 +202,7 @@ parallel)
 	done
 	wait
 	for i in 1 2 3 4 5 6; do
-		[ -e "$(state_dir)/$P-$i" ] && e2e_fail "parallel down left $P-$i"
+		[ -e "$(e2e_state_dir)/$P-$i" ] && e2e_fail "parallel down left $P-$i"
 	done
 	;;
 
@@ -226,7 +217,7 @@ exec_env)
 	[ $rc -eq 127 ] || e2e_fail "exec of a missing program returned $rc, want 127"
 	LD_PRELOAD='' RDMAV_DRIVERS='' "$SIM" exec --name "$c" -- env >"$E2E_LOGDIR/env" 2>&1 ||
 		e2e_fail "exec -- env failed: $(cat "$E2E_LOGDIR/env")"
-	grep -qx "SYSFS_PATH=$(state_dir)/$c/sysfs" "$E2E_LOGDIR/env" || e2e_fail "SYSFS_PATH: $(grep SYSFS_PATH "$E2E_LOGDIR/env")"
+	grep -qx "SYSFS_PATH=$(e2e_state_dir)/$c/sysfs" "$E2E_LOGDIR/env" || e2e_fail "SYSFS_PATH: $(grep SYSFS_PATH "$E2E_LOGDIR/env")"
 	grep -qx "USB4V_SIM_CABLE=$c" "$E2E_LOGDIR/env" || e2e_fail "USB4V_SIM_CABLE not set"
 	drv=$(sed -n 's/^RDMAV_DRIVERS=//p' "$E2E_LOGDIR/env")
 	[[ $drv == /*/libusb4verbs ]] || e2e_fail "RDMAV_DRIVERS=$drv is not an absolute provider prefix"

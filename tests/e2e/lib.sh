@@ -91,6 +91,52 @@ e2e_listening() {
 		/proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
+# e2e_addrs NAME: the IPv4 addresses of the cable's ends into A0 and A1.
+e2e_addrs() {
+	local out
+	out=$("$SIM" stat --name "$1") || e2e_die "usb4v-sim stat --name $1 failed"
+	A0=$(awk -v d="$D0" '$1 == d && $3 == "GID" { print $2 }' <<<"$out")
+	A1=$(awk -v d="$D1" '$1 == d && $3 == "GID" { print $2 }' <<<"$out")
+	[[ $A0 =~ ^127\. && $A1 =~ ^127\. ]] ||
+		e2e_die "usb4v-sim stat shows no addresses for $D0/$D1"
+	e2e_log "addresses: $D0 $A0, $D1 $A1"
+}
+
+# e2e_cm_listening CABLE PORT: does an rdma_cm id listen on PORT of the
+# cable? Listeners are abstract unix sockets named after the cable's
+# rendezvous token (usb4v-sim's cm_wire.h) in state LISTEN (flags 00010000).
+e2e_cm_listening() {
+	local token
+	token=$(sed -n 's/^cm=//p' "$(e2e_state_dir)/$1/cable" 2>/dev/null)
+	[ -n "$token" ] || return 1
+	awk -v t="@usb4v-cm/$token/" -v p="/$2" 'index($NF, t) == 1 &&
+		substr($NF, length($NF) - length(p) + 1) == p &&
+		$4 == "00010000" { f = 1 } END { exit !f }' /proc/net/unix
+}
+
+# The state directory usb4v-sim uses (its rule, usb4v-sim(1)).
+e2e_state_dir() {
+	if [ -n "${USB4V_SIM_DIR:-}" ]; then
+		echo "$USB4V_SIM_DIR"
+	elif [ -n "${XDG_RUNTIME_DIR:-}" ]; then
+		echo "$XDG_RUNTIME_DIR/usb4v-sim"
+	else
+		echo "/tmp/usb4v-sim-$(id -u)"
+	fi
+}
+
+# e2e_crossed STATFILE B0 B1: the payload crossed the cable - end 0
+# received at least B0 bytes, end 1 B1 (rx_bytes of usb4v-sim stat).
+e2e_crossed() {
+	local r0 r1
+	read -r r0 r1 < <(awk '$1 == "rx_bytes" { print $2, $3 }' "$1")
+	if [ "${r0:-0}" -ge "$2" ] && [ "${r1:-0}" -ge "$3" ]; then
+		e2e_log "ok: payload crossed the cable (rx_bytes $r0 >= $2, $r1 >= $3)"
+	else
+		e2e_fail "payload did not cross the cable: rx_bytes $r0 / $r1, want >= $2 / $3"
+	fi
+}
+
 # Print a log file with a prefix so it lands in the CTest output.
 e2e_show() {
 	local tag=$1 file=$2

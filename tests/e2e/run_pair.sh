@@ -5,10 +5,16 @@
 # cable and check both succeed.
 #
 #   run_pair.sh --name TEST [--port P] [--timeout S] [--expect REGEX]...
-#               [--up "UP OPTIONS"] -- SERVER CMD... ::: CLIENT CMD...
+#               [--up "UP OPTIONS"] [--wait tcp|cm] [--crossed "B0 B1"]
+#               -- SERVER CMD... ::: CLIENT CMD...
 #
 # In both commands @D0@ / @D1@ become the cable's device names (server runs
-# on end 0, client on end 1) and @PORT@ the TCP port. The cable is named
+# on end 0, client on end 1), @A0@ / @A1@ the ends' addresses and @PORT@ the
+# port. The client starts once the server listens on that port: on TCP
+# (--wait tcp, the default: perftest's and the pingpongs' side channel) or
+# in rdma_cm (--wait cm: an rdma_cm listener of the cable). With --crossed,
+# end 0 must have received at least B0 bytes over the cable and end 1 B1.
+# "@SEMI@" in a command becomes ";" (CMake cannot pass one). The cable is named
 # after the driver's pid and the port (e2e<pid>-<port>) so that tests, and
 # test runs of several build trees, can run in parallel. Every
 # process runs under timeout(1) (and stdbuf(1), so a killed tool's output is
@@ -26,6 +32,8 @@ port=18515
 tmo=60
 expects=()
 upopts=()
+wait_kind=tcp
+crossed=
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -34,6 +42,8 @@ while [ $# -gt 0 ]; do
 	--timeout) tmo=$2; shift 2 ;;
 	--expect) expects+=("$2"); shift 2 ;;
 	--up) read -r -a upopts <<<"$2"; shift 2 ;;
+	--wait) wait_kind=$2; shift 2 ;;
+	--crossed) crossed=$2; shift 2 ;;
 	--) shift; break ;;
 	*) echo "run_pair.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
@@ -54,9 +64,17 @@ for tool in timeout stdbuf "${server[0]}" "${client[0]}"; do
 	command -v "$tool" >/dev/null || e2e_die "'$tool' is not installed"
 done
 
+listening() {
+	if [ "$wait_kind" = cm ]; then
+		e2e_cm_listening "$cable" "$port"
+	else
+		e2e_listening "$port"
+	fi
+}
+
 # The port CTest assigned is distinct per test; another build tree's run
-# may hold it, then any free one will do.
-if e2e_listening "$port"; then
+# may hold it, then any free one will do. (rdma_cm ports are the cable's.)
+if [ "$wait_kind" = tcp ] && e2e_listening "$port"; then
 	for ((i = 0; i < 50; i++)); do
 		p=$((20000 + RANDOM % 20000))
 		e2e_listening "$p" || { port=$p; break; }
@@ -65,13 +83,17 @@ if e2e_listening "$port"; then
 fi
 cable="$E2E_ID-$port"
 e2e_up "$cable" "${upopts[@]}"
+e2e_addrs "$cable"
 
 subst() {
 	local a out=()
 	for a in "$@"; do
 		a=${a//@D0@/$D0}
 		a=${a//@D1@/$D1}
+		a=${a//@A0@/$A0}
+		a=${a//@A1@/$A1}
 		a=${a//@PORT@/$port}
+		a=${a//@SEMI@/;}
 		out+=("$a")
 	done
 	printf '%s\0' "${out[@]}"
@@ -91,11 +113,11 @@ E2E_PIDS+=("$spid")
 
 # The client connects once: wait until the server listens (or died).
 for ((i = 0; i < 200; i++)); do
-	e2e_listening "$port" && break
+	listening && break
 	kill -0 "$spid" 2>/dev/null || break
 	sleep 0.1
 done
-if ! e2e_listening "$port"; then
+if ! listening; then
 	e2e_show server "$slog"
 	if kill -0 "$spid" 2>/dev/null; then
 		e2e_die "server did not listen on port $port within 20 s"
@@ -138,5 +160,7 @@ for re in "${expects[@]}"; do
 	fi
 done
 
-"$SIM" stat --name "$cable" | sed "s/^/[$E2E_TEST] stat| /"
+"$SIM" stat --name "$cable" >"$E2E_LOGDIR/stat.log"
+sed "s/^/[$E2E_TEST] stat| /" "$E2E_LOGDIR/stat.log"
+[ -n "$crossed" ] && e2e_crossed "$E2E_LOGDIR/stat.log" $crossed
 e2e_finish

@@ -1,0 +1,784 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cm_check: rdma_cm semantics over a software cable, through the
+ * distribution's unmodified librdmacm. Run inside `usb4v-sim exec`:
+ *
+ *   cm_check CASE ADDR0 ADDR1 DEV0 DEV1 PORT
+ *
+ * ADDRn is end n's address, DEVn its device. Cases with a
+ * passive side fork: the child listens on ADDR0:PORT (end 0), the parent
+ * connects from an unbound id (which the cable puts on end 1). Every wait
+ * is bounded; the first failed check prints "FAIL: ..." and exits 1.
+ *
+ *   addr         address resolution and binding rules, multicast
+ *   events       poll/epoll/O_NONBLOCK on the event channel, a blocking
+ *                read in another thread, migrate_id
+ *   reject       consumer rejects with private data, reasons 28 and 35
+ *   nolistener   REJECTED, status 8, without a listener
+ *   dies_early   the listener's process dies before it answers: REJECTED 28
+ *   dies_late    the peer dies after ESTABLISHED: DISCONNECTED
+ *   disconnect   rdma_disconnect on one side: DISCONNECTED on both
+ *   qp_attr      the QP attributes rdma_cm sets: PSNs, QPNs, MTU, timeout
+ *   ud           UD (SIDR): private data, QPN and qkey; a reject
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/rdma_cma.h>
+
+#define WAIT_MS 10000
+#define REQ_MSG "hello-request"
+#define REJ_MSG "go-away"
+
+static const char *addr0, *addr1, *dev0, *dev1;
+static int port;
+static const char *role = "active";
+
+__attribute__((format(printf, 1, 2), noreturn)) static void
+fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("FAIL (%s): ", role);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	_exit(1);
+}
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			fail(__VA_ARGS__);                                     \
+	} while (0)
+
+static void ok(const char *what)
+{
+	printf("ok (%s): %s\n", role, what);
+	fflush(stdout);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static struct sockaddr_in sin_of(const char *a, int p)
+{
+	struct sockaddr_in s = {.sin_family = AF_INET, .sin_port = htons(p)};
+
+	CHECK(inet_pton(AF_INET, a, &s.sin_addr) == 1, "bad address %s", a);
+	return s;
+}
+
+/* The next event within ms (poll on the channel first: never blocks). */
+static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, int ms)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	CHECK(poll(&p, 1, ms) == 1, "no rdma_cm event within %d ms", ms);
+	CHECK(!rdma_get_cm_event(ch, &ev), "rdma_get_cm_event: %s",
+	      strerror(errno));
+	return ev;
+}
+
+static struct rdma_cm_event *expect(struct rdma_event_channel *ch, int type,
+				    int status)
+{
+	struct rdma_cm_event *ev = next_event(ch, WAIT_MS);
+
+	CHECK((int)ev->event == type && ev->status == status,
+	      "got %s status %d, want %s status %d", rdma_event_str(ev->event),
+	      ev->status, rdma_event_str(type), status);
+	return ev;
+}
+
+static void expect_ack(struct rdma_event_channel *ch, int type, int status)
+{
+	rdma_ack_cm_event(expect(ch, type, status));
+}
+
+static struct rdma_cm_id *new_id(struct rdma_event_channel *ch, int ps)
+{
+	struct rdma_cm_id *id;
+
+	CHECK(!rdma_create_id(ch, &id, NULL, ps), "rdma_create_id: %s",
+	      strerror(errno));
+	return id;
+}
+
+static void create_qp(struct rdma_cm_id *id, enum ibv_qp_type type)
+{
+	struct ibv_qp_init_attr a = {.qp_type = type,
+				     .cap = {.max_send_wr = 4,
+					     .max_recv_wr = 4,
+					     .max_send_sge = 1,
+					     .max_recv_sge = 1}};
+
+	CHECK(!rdma_create_qp(id, NULL, &a), "rdma_create_qp: %s",
+	      strerror(errno));
+}
+
+/* Resolve ADDR0:port and its route from an unbound id: on end 1. */
+static struct rdma_cm_id *resolved(struct rdma_event_channel *ch, int ps)
+{
+	struct rdma_cm_id *id = new_id(ch, ps);
+	struct sockaddr_in dst = sin_of(addr0, port);
+
+	CHECK(!rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000),
+	      "rdma_resolve_addr: %s", strerror(errno));
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	CHECK(id->verbs &&
+		  !strcmp(ibv_get_device_name(id->verbs->device), dev1),
+	      "%s resolved to %s, not %s (the other end)", addr0,
+	      id->verbs ? ibv_get_device_name(id->verbs->device) : "no device",
+	      dev1);
+	CHECK(!rdma_resolve_route(id, 2000), "rdma_resolve_route: %s",
+	      strerror(errno));
+	expect_ack(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	return id;
+}
+
+static void connect_with(struct rdma_cm_id *id, const char *priv)
+{
+	struct rdma_conn_param p = {.private_data = priv,
+				    .private_data_len =
+					(uint8_t)strlen(priv) + 1,
+				    .responder_resources = 1,
+				    .initiator_depth = 1,
+				    .retry_count = 7,
+				    .rnr_retry_count = 7};
+
+	CHECK(!rdma_connect(id, &p), "rdma_connect: %s", strerror(errno));
+}
+
+/* ---- the passive side: a child process ---- */
+
+struct peer {
+	pid_t pid;
+	int to_child[2], to_parent[2];
+};
+
+static void put_u32(int fd, uint32_t v)
+{
+	CHECK(write(fd, &v, sizeof(v)) == sizeof(v), "pipe write");
+}
+
+static uint32_t get_u32(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	uint32_t v;
+
+	CHECK(poll(&p, 1, WAIT_MS) == 1, "the other process said nothing");
+	CHECK(read(fd, &v, sizeof(v)) == sizeof(v),
+	      "the other process is gone");
+	return v;
+}
+
+/* Fork the passive side: fn(rd, wr) runs in the child, after which it
+ * exits 0; the parent returns once the child listens. */
+static struct peer fork_passive(void (*fn)(int rd, int wr))
+{
+	struct peer p;
+
+	CHECK(!pipe(p.to_child) && !pipe(p.to_parent), "pipe");
+	fflush(stdout);
+	p.pid = fork();
+	CHECK(p.pid >= 0, "fork");
+	if (!p.pid) {
+		role = "passive";
+		alarm(60);
+		fn(p.to_child[0], p.to_parent[1]);
+		_exit(0);
+	}
+	CHECK(get_u32(p.to_parent[0]) == 'L',
+	      "the passive side did not listen");
+	return p;
+}
+
+static void wait_peer(struct peer *p)
+{
+	int st;
+
+	for (int i = 0; i < WAIT_MS / 10; i++) {
+		if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
+			CHECK(WIFEXITED(st) && !WEXITSTATUS(st),
+			      "the passive side failed");
+			return;
+		}
+		usleep(10000);
+	}
+	kill(p->pid, SIGKILL);
+	fail("the passive side did not finish");
+}
+
+static struct rdma_cm_id *listen_on(struct rdma_event_channel *ch, int ps,
+				    int wr)
+{
+	struct rdma_cm_id *l = new_id(ch, ps);
+	struct sockaddr_in a = sin_of(addr0, port);
+
+	CHECK(!rdma_bind_addr(l, (struct sockaddr *)&a), "rdma_bind_addr: %s",
+	      strerror(errno));
+	CHECK(!rdma_listen(l, 4), "rdma_listen: %s", strerror(errno));
+	put_u32(wr, 'L');
+	return l;
+}
+
+/* A connection request: its new id (the event acknowledged). */
+static struct rdma_cm_id *request(struct rdma_event_channel *ch,
+				  const char *priv, int area)
+{
+	struct rdma_cm_event *ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+	const struct rdma_conn_param *c = &ev->param.conn;
+	const struct rdma_ud_param *u = &ev->param.ud;
+	struct rdma_cm_id *id = ev->id;
+	int ud = id->qp_type == IBV_QPT_UD;
+	const char *data = ud ? u->private_data : c->private_data;
+	int len = ud ? u->private_data_len : c->private_data_len;
+
+	CHECK(len == area, "private_data_len %d, want the area, %d", len, area);
+	CHECK(data && !strcmp(data, priv), "private data '%s', want '%s'",
+	      data ? data : "(null)", priv);
+	CHECK(ud || c->qp_num, "no QPN in the request");
+	CHECK(id->verbs &&
+		  !strcmp(ibv_get_device_name(id->verbs->device), dev0),
+	      "the request came to %s, not %s",
+	      id->verbs ? ibv_get_device_name(id->verbs->device) : "no device",
+	      dev0);
+	rdma_ack_cm_event(ev);
+	return id;
+}
+
+static void accept_rc(struct rdma_cm_id *id)
+{
+	struct rdma_conn_param p = {.responder_resources = 1,
+				    .initiator_depth = 1,
+				    .rnr_retry_count = 7};
+
+	create_qp(id, IBV_QPT_RC);
+	CHECK(!rdma_accept(id, &p), "rdma_accept: %s", strerror(errno));
+}
+
+/* ---- cases ---- */
+
+/* Ports: a specific address twice, the wildcard over it, another space. */
+static void check_ports(struct rdma_event_channel *ch)
+{
+	struct sockaddr_in a0 = sin_of(addr0, port);
+	struct sockaddr_in any = sin_of("0.0.0.0", port);
+	struct rdma_cm_id *id, *id2;
+
+	id = new_id(ch, RDMA_PS_TCP);
+	id2 = new_id(ch, RDMA_PS_TCP);
+	CHECK(!rdma_bind_addr(id, (struct sockaddr *)&a0), "bind: %s",
+	      strerror(errno));
+	CHECK(rdma_bind_addr(id2, (struct sockaddr *)&a0) &&
+		  errno == EADDRINUSE,
+	      "a second bind of %s:%d: %s", addr0, port, strerror(errno));
+	rdma_destroy_id(id2);
+	id2 = new_id(ch, RDMA_PS_TCP);
+	CHECK(rdma_bind_addr(id2, (struct sockaddr *)&any) &&
+		  errno == EADDRNOTAVAIL,
+	      "the wildcard over a bound port: %s", strerror(errno));
+	rdma_destroy_id(id2);
+	id2 = new_id(ch, RDMA_PS_UDP);
+	CHECK(!rdma_bind_addr(id2, (struct sockaddr *)&a0),
+	      "the same port in another port space: %s", strerror(errno));
+	rdma_destroy_id(id2);
+	rdma_destroy_id(id);
+	ok("port reservations");
+}
+
+static void case_addr(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a1 = sin_of(addr1, 0);
+	struct sockaddr_in far = sin_of("10.255.255.1", 0);
+	struct sockaddr_in lo = sin_of("127.0.0.1", 0);
+	struct sockaddr_in mc = sin_of("239.1.2.3", 0);
+	struct sockaddr_in *local;
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	/* an end's address from an unbound id: the other end, its address */
+	id = resolved(ch, RDMA_PS_TCP);
+	local = (struct sockaddr_in *)rdma_get_local_addr(id);
+	CHECK(local->sin_addr.s_addr == a1.sin_addr.s_addr,
+	      "source address %s, want %s", inet_ntoa(local->sin_addr), addr1);
+	CHECK(id->route.num_paths == 1, "%d paths", id->route.num_paths);
+	rdma_destroy_id(id);
+	ok("an end's address is reached from the other end");
+
+	/* bound to end 1, its own address: a loopback on end 1 */
+	id = new_id(ch, RDMA_PS_TCP);
+	CHECK(!rdma_bind_addr(id, (struct sockaddr *)&a1), "bind %s: %s", addr1,
+	      strerror(errno));
+	CHECK(id->verbs &&
+		  !strcmp(ibv_get_device_name(id->verbs->device), dev1),
+	      "bound to %s, not on %s", addr1, dev1);
+	CHECK(!rdma_resolve_addr(id, NULL, (struct sockaddr *)&a1, 2000),
+	      "rdma_resolve_addr: %s", strerror(errno));
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	rdma_destroy_id(id);
+	ok("an id bound to an end stays on it");
+
+	/* not an end: no RDMA device reaches it */
+	id = new_id(ch, RDMA_PS_TCP);
+	CHECK(!rdma_resolve_addr(id, NULL, (struct sockaddr *)&far, 2000),
+	      "rdma_resolve_addr: %s", strerror(errno));
+	expect_ack(ch, RDMA_CM_EVENT_ADDR_ERROR, -ENODEV);
+	rdma_destroy_id(id);
+	id = new_id(ch, RDMA_PS_TCP);
+	CHECK(rdma_bind_addr(id, (struct sockaddr *)&far) &&
+		  errno == EADDRNOTAVAIL,
+	      "bind to a foreign address: %s", strerror(errno));
+	rdma_destroy_id(id);
+	ok("foreign addresses: ADDR_ERROR -ENODEV, bind EADDRNOTAVAIL");
+
+	/* 127.0.0.1 is a loopback address: a wildcard bind, no device */
+	id = new_id(ch, RDMA_PS_TCP);
+	CHECK(!rdma_bind_addr(id, (struct sockaddr *)&lo), "bind 127.0.0.1: %s",
+	      strerror(errno));
+	CHECK(!id->verbs, "127.0.0.1 bound a device");
+	rdma_destroy_id(id);
+	ok("127.0.0.1 binds like the wildcard");
+
+	check_ports(ch);
+
+	/* multicast: resolved on the id's end, joining it is not offered */
+	id = new_id(ch, RDMA_PS_UDP);
+	CHECK(!rdma_bind_addr(id, (struct sockaddr *)&a1), "bind: %s",
+	      strerror(errno));
+	CHECK(!rdma_resolve_addr(id, NULL, (struct sockaddr *)&mc, 2000),
+	      "rdma_resolve_addr: %s", strerror(errno));
+	ev = expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	rdma_ack_cm_event(ev);
+	CHECK(rdma_join_multicast(id, (struct sockaddr *)&mc, NULL) &&
+		  errno == EOPNOTSUPP,
+	      "rdma_join_multicast: %s, want EOPNOTSUPP", strerror(errno));
+	rdma_destroy_id(id);
+	ok("rdma_join_multicast: EOPNOTSUPP");
+	rdma_destroy_event_channel(ch);
+}
+
+static void *blocking_get(void *arg)
+{
+	struct rdma_event_channel *ch = arg;
+	struct rdma_cm_event *ev;
+
+	if (rdma_get_cm_event(ch, &ev))
+		return NULL;
+	return ev;
+}
+
+static void case_events(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_event_channel *ch2 = rdma_create_event_channel();
+	struct sockaddr_in dst = sin_of(addr0, port);
+	struct pollfd p = {.events = POLLIN};
+	struct epoll_event eev = {.events = EPOLLIN};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	pthread_t t;
+	void *res;
+	int ep;
+
+	CHECK(ch && ch2, "rdma_create_event_channel: %s", strerror(errno));
+	p.fd = ch->fd;
+	CHECK(!fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK),
+	      "O_NONBLOCK");
+	id = new_id(ch, RDMA_PS_TCP);
+	CHECK(rdma_get_cm_event(ch, &ev) && errno == EAGAIN,
+	      "a non-blocking read with no event: %s", strerror(errno));
+	CHECK(poll(&p, 1, 0) == 0, "poll says an event is there");
+	ep = epoll_create1(0);
+	eev.data.fd = ch->fd;
+	CHECK(!epoll_ctl(ep, EPOLL_CTL_ADD, ch->fd, &eev), "epoll_ctl");
+	CHECK(!rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000),
+	      "rdma_resolve_addr: %s", strerror(errno));
+	CHECK(poll(&p, 1, WAIT_MS) == 1 && (p.revents & POLLIN),
+	      "poll does not see the event");
+	CHECK(epoll_wait(ep, &eev, 1, WAIT_MS) == 1, "epoll does not see it");
+	CHECK(!rdma_get_cm_event(ch, &ev) &&
+		  ev->event == RDMA_CM_EVENT_ADDR_RESOLVED,
+	      "no ADDR_RESOLVED");
+	rdma_ack_cm_event(ev);
+	CHECK(poll(&p, 1, 0) == 0, "poll still readable after the read");
+	ok("O_NONBLOCK (EAGAIN), poll and epoll on the event channel");
+
+	/* the id moves to a blocking channel; a thread waits there */
+	CHECK(!rdma_migrate_id(id, ch2), "rdma_migrate_id: %s",
+	      strerror(errno));
+	CHECK(!pthread_create(&t, NULL, blocking_get, ch2), "thread");
+	usleep(100000);
+	CHECK(!rdma_resolve_route(id, 2000), "rdma_resolve_route: %s",
+	      strerror(errno));
+	for (int i = 0; i < WAIT_MS / 10 && pthread_tryjoin_np(t, &res); i++)
+		usleep(10000);
+	CHECK(res && ((struct rdma_cm_event *)res)->event ==
+			 RDMA_CM_EVENT_ROUTE_RESOLVED,
+	      "the blocked reader got no ROUTE_RESOLVED");
+	rdma_ack_cm_event(res);
+	CHECK(poll(&p, 1, 0) == 0, "the old channel got the migrated event");
+	ok("migrate_id, and a blocking read woken by the event");
+	rdma_destroy_id(id);
+	close(ep);
+	rdma_destroy_event_channel(ch);
+	rdma_destroy_event_channel(ch2);
+}
+
+static void reject_passive(int rd, int wr)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+
+	(void)rd;
+	listen_on(ch, RDMA_PS_TCP, wr);
+	id = request(ch, REQ_MSG, 56);
+	CHECK(!rdma_reject(id, REJ_MSG, sizeof(REJ_MSG)), "rdma_reject: %s",
+	      strerror(errno));
+	rdma_destroy_id(id);
+	id = request(ch, REQ_MSG, 56);
+	CHECK(!rdma_reject_ece(id, NULL, 0), "rdma_reject_ece: %s",
+	      strerror(errno));
+	rdma_destroy_id(id);
+}
+
+static void case_reject(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct peer p = fork_passive(reject_passive);
+	struct rdma_cm_id *id = resolved(ch, RDMA_PS_TCP);
+	struct rdma_cm_event *ev;
+
+	create_qp(id, IBV_QPT_RC);
+	connect_with(id, REQ_MSG);
+	ev = expect(ch, RDMA_CM_EVENT_REJECTED, 28);
+	CHECK(ev->param.conn.private_data_len == 148,
+	      "REJ private_data_len %d, want 148",
+	      ev->param.conn.private_data_len);
+	CHECK(!strcmp(ev->param.conn.private_data, REJ_MSG),
+	      "REJ private data '%s'",
+	      (const char *)ev->param.conn.private_data);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	ok("REJECTED 28 with the consumer's private data");
+	id = resolved(ch, RDMA_PS_TCP);
+	create_qp(id, IBV_QPT_RC);
+	connect_with(id, REQ_MSG);
+	expect_ack(ch, RDMA_CM_EVENT_REJECTED, 35);
+	ok("rdma_reject_ece: REJECTED 35");
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	wait_peer(&p);
+	rdma_destroy_event_channel(ch);
+}
+
+static void case_nolistener(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id = resolved(ch, RDMA_PS_TCP);
+	double t0 = now_s();
+
+	create_qp(id, IBV_QPT_RC);
+	connect_with(id, REQ_MSG);
+	expect_ack(ch, RDMA_CM_EVENT_REJECTED, 8);
+	CHECK(now_s() - t0 < 5, "REJECTED after %.1f s", now_s() - t0);
+	printf("RESULT: REJECTED after %.2f s\n", now_s() - t0);
+	ok("nobody listens: REJECTED 8");
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}
+
+static void dies_early_passive(int rd, int wr)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+
+	(void)rd;
+	listen_on(ch, RDMA_PS_TCP, wr);
+	request(ch, REQ_MSG, 56);
+	kill(getpid(), SIGKILL);
+}
+
+static void case_dies_early(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct peer p = fork_passive(dies_early_passive);
+	struct rdma_cm_id *id = resolved(ch, RDMA_PS_TCP);
+	int st;
+
+	create_qp(id, IBV_QPT_RC);
+	connect_with(id, REQ_MSG);
+	expect_ack(ch, RDMA_CM_EVENT_REJECTED, 28);
+	ok("the listener died before answering: REJECTED 28");
+	waitpid(p.pid, &st, 0);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}
+
+/* Accept one RC connection and wait for ESTABLISHED; its id. */
+static struct rdma_cm_id *accept_one(struct rdma_event_channel *ch, int wr)
+{
+	struct rdma_cm_id *id;
+
+	listen_on(ch, RDMA_PS_TCP, wr);
+	id = request(ch, REQ_MSG, 56);
+	accept_rc(id);
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+	return id;
+}
+
+/* Connect an RC id to the passive side and wait for ESTABLISHED. */
+static struct rdma_cm_id *connect_one(struct rdma_event_channel *ch)
+{
+	struct rdma_cm_id *id = resolved(ch, RDMA_PS_TCP);
+
+	create_qp(id, IBV_QPT_RC);
+	connect_with(id, REQ_MSG);
+	expect_ack(ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+	return id;
+}
+
+static void dies_late_passive(int rd, int wr)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+
+	(void)rd;
+	accept_one(ch, wr);
+	put_u32(wr, 'E');
+	kill(getpid(), SIGKILL);
+}
+
+static void case_dies_late(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct peer p = fork_passive(dies_late_passive);
+	struct rdma_cm_id *id = connect_one(ch);
+	int st;
+
+	CHECK(get_u32(p.to_parent[0]) == 'E',
+	      "no ESTABLISHED on the passive side");
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+	ok("the peer died after ESTABLISHED: DISCONNECTED");
+	waitpid(p.pid, &st, 0);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}
+
+static void disconnect_passive(int rd, int wr)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id = accept_one(ch, wr);
+
+	(void)rd;
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+	CHECK(!rdma_disconnect(id), "rdma_disconnect after DISCONNECTED: %s",
+	      strerror(errno));
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+}
+
+static void case_disconnect(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct peer p = fork_passive(disconnect_passive);
+	struct rdma_cm_id *id = connect_one(ch);
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS};
+	int mask;
+
+	CHECK(!rdma_disconnect(id), "rdma_disconnect: %s", strerror(errno));
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+	CHECK(rdma_init_qp_attr(id, &a, &mask) && errno == EINVAL,
+	      "rdma_init_qp_attr after DISCONNECTED: %s", strerror(errno));
+	wait_peer(&p);
+	ok("rdma_disconnect: DISCONNECTED on both sides");
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}
+
+/* Send my QP's numbers, check the peer's against mine. */
+static void cross_check_qp(struct rdma_cm_id *id, int rd, int wr)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	uint32_t peer_qpn, peer_sq, peer_rq;
+
+	CHECK(!ibv_query_qp(id->qp, &a,
+			    IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN |
+				IBV_QP_DEST_QPN | IBV_QP_PATH_MTU |
+				IBV_QP_TIMEOUT | IBV_QP_AV,
+			    &ia),
+	      "ibv_query_qp: %s", strerror(errno));
+	put_u32(wr, id->qp->qp_num);
+	put_u32(wr, a.sq_psn);
+	put_u32(wr, a.rq_psn);
+	peer_qpn = get_u32(rd);
+	peer_sq = get_u32(rd);
+	peer_rq = get_u32(rd);
+	CHECK(a.qp_state == IBV_QPS_RTS, "QP state %d, not RTS", a.qp_state);
+	CHECK(a.dest_qp_num == peer_qpn, "dest QPN %#x, peer's QP is %#x",
+	      a.dest_qp_num, peer_qpn);
+	CHECK(a.sq_psn == peer_rq && a.rq_psn == peer_sq,
+	      "PSNs sq %#x rq %#x, peer's sq %#x rq %#x", a.sq_psn, a.rq_psn,
+	      peer_sq, peer_rq);
+	CHECK(a.path_mtu == IBV_MTU_4096, "path MTU %d", a.path_mtu);
+	CHECK(a.timeout == 19, "ACK timeout %d, want 19 (packet life 18 + 1)",
+	      a.timeout);
+	CHECK(a.ah_attr.is_global && a.ah_attr.grh.sgid_index == 3,
+	      "AV: is_global %d sgid_index %d", a.ah_attr.is_global,
+	      a.ah_attr.grh.sgid_index);
+}
+
+static void qp_attr_passive(int rd, int wr)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id = accept_one(ch, wr);
+
+	cross_check_qp(id, rd, wr);
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+}
+
+static void case_qp_attr(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct peer p = fork_passive(qp_attr_passive);
+	struct rdma_cm_id *id = connect_one(ch);
+
+	cross_check_qp(id, p.to_parent[0], p.to_child[1]);
+	ok("QPNs, PSNs, MTU, ACK timeout and AV match across the cable");
+	CHECK(!rdma_disconnect(id), "rdma_disconnect: %s", strerror(errno));
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+	wait_peer(&p);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}
+
+static void ud_passive(int rd, int wr)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param p = {0};
+	struct rdma_cm_id *id;
+
+	(void)rd;
+	listen_on(ch, RDMA_PS_UDP, wr);
+	id = request(ch, REQ_MSG, 180);
+	create_qp(id, IBV_QPT_UD);
+	p.qp_num = id->qp->qp_num;
+	p.private_data = "welcome";
+	p.private_data_len = sizeof("welcome");
+	put_u32(wr, id->qp->qp_num);
+	CHECK(!rdma_accept(id, &p), "rdma_accept: %s", strerror(errno));
+	id = request(ch, REQ_MSG, 180);
+	CHECK(!rdma_reject(id, NULL, 0), "rdma_reject: %s", strerror(errno));
+	rdma_destroy_id(id);
+}
+
+static void case_ud(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct peer p = fork_passive(ud_passive);
+	struct rdma_cm_id *id = resolved(ch, RDMA_PS_UDP);
+	struct rdma_cm_event *ev;
+	struct in_addr want;
+	uint32_t qpn;
+
+	create_qp(id, IBV_QPT_UD);
+	connect_with(id, REQ_MSG);
+	ev = expect(ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+	qpn = get_u32(p.to_parent[0]);
+	CHECK(ev->param.ud.qp_num == qpn, "UD QPN %#x, the peer's is %#x",
+	      ev->param.ud.qp_num, qpn);
+	CHECK(ev->param.ud.qkey == RDMA_UDP_QKEY, "qkey %#x",
+	      ev->param.ud.qkey);
+	CHECK(!strcmp(ev->param.ud.private_data, "welcome") &&
+		  ev->param.ud.private_data_len == 136,
+	      "SIDR_REP private data");
+	inet_pton(AF_INET, addr0, &want);
+	CHECK(ev->param.ud.ah_attr.is_global &&
+		  !memcmp(ev->param.ud.ah_attr.grh.dgid.raw + 12, &want, 4) &&
+		  ev->param.ud.ah_attr.grh.dgid.raw[11] == 0xff,
+	      "the AH does not lead to ::ffff:%s", addr0);
+	rdma_ack_cm_event(ev);
+	ok("UD: ESTABLISHED with the peer's QPN, qkey, private data and GID");
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	id = resolved(ch, RDMA_PS_UDP);
+	create_qp(id, IBV_QPT_UD);
+	connect_with(id, REQ_MSG);
+	expect_ack(ch, RDMA_CM_EVENT_UNREACHABLE, 2);
+	ok("UD reject: UNREACHABLE 2");
+	wait_peer(&p);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} cases[] = {
+    {"addr", case_addr},
+    {"events", case_events},
+    {"reject", case_reject},
+    {"nolistener", case_nolistener},
+    {"dies_early", case_dies_early},
+    {"dies_late", case_dies_late},
+    {"disconnect", case_disconnect},
+    {"qp_attr", case_qp_attr},
+    {"ud", case_ud},
+};
+
+int main(int argc, char **argv)
+{
+	if (argc != 7) {
+		fprintf(stderr, "usage: %s CASE ADDR0 ADDR1 DEV0 DEV1 PORT\n",
+			argv[0]);
+		return 2;
+	}
+	addr0 = argv[2];
+	addr1 = argv[3];
+	dev0 = argv[4];
+	dev1 = argv[5];
+	port = atoi(argv[6]);
+	alarm(60);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (strcmp(argv[1], cases[i].name))
+			continue;
+		cases[i].fn();
+		printf("PASS: %s\n", cases[i].name);
+		return 0;
+	}
+	fprintf(stderr, "%s: no case '%s'\n", argv[0], argv[1]);
+	return 2;
+}
