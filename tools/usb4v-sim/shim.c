@@ -10,7 +10,9 @@
  *             enumerates devices over netlink first and only reads
  *             $SYSFS_PATH when that socket cannot be made; on a host with
  *             ib_core the software cable would otherwise be invisible (and
- *             the real devices visible).
+ *             the real devices visible). NETLINK_ROUTE sockets are followed
+ *             by nl_route.c, which adds the ends' addresses to address
+ *             dumps; getifaddrs() lists them too (ifaddrs.c).
  *  stat()     ibv_get_device_list stat()s /dev/infiniband/<uverbs> and drops
  *             devices whose node is missing. For software-cable devices the
  *             answer is that of /dev/null.
@@ -75,6 +77,7 @@
 
 #include <rdma/ib_user_verbs.h>
 
+#include "nl_route.h"
 #include "ucma.h"
 
 #ifndef NETLINK_RDMA
@@ -238,6 +241,7 @@ static void forget_fd_locked(int fd)
 		bit_clear(ucma_bits, fd);
 		ucma_release(fd);
 	}
+	nlr_forget(fd);
 	if (bit_test(cmd_bits, fd))
 		bit_clear(cmd_bits, fd);
 	if (bit_test(chan_bits, fd)) {
@@ -443,11 +447,24 @@ EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
 
 EXPORT int socket(int domain, int type, int protocol)
 {
+	int fd;
+
 	if (domain == AF_NETLINK && protocol == NETLINK_RDMA) {
 		errno = EPROTONOSUPPORT;
 		return -1;
 	}
-	return NEXT(socket_fn, "socket")(domain, type, protocol);
+	fd = NEXT(socket_fn, "socket")(domain, type, protocol);
+	if (__builtin_expect(domain == AF_NETLINK && protocol == NETLINK_ROUTE,
+			     0) &&
+	    fd >= 0 && fd < SHIM_MAX_FD) {
+		/* address dumps list the cable ends' addresses (nl_route.c) */
+		pthread_mutex_lock(&lock);
+		forget_fd_locked(fd);
+		if (nlr_track(fd))
+			bit_set(special_bits, fd);
+		pthread_mutex_unlock(&lock);
+	}
+	return fd;
 }
 
 /* ---- command fds ---- */
