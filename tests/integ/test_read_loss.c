@@ -5,9 +5,9 @@
  * and PSN, and watches what the responder sends:
  * - a lost READ request is sent again (alone: by the loss probe; followed
  *   by another request: after the responder's NAK);
- * - lost READ responses (the last one, some in the middle) are asked for
- *   again one by one: the responses after them are kept, the rest of the
- *   READ is not sent again;
+ * - lost READ responses (the last one, some in the middle, also across
+ *   the PSN wrap) are asked for again one by one: the responses after them
+ *   are kept, the rest of the READ is not sent again;
  * - a duplicated response is discarded;
  * - a duplicated READ request is served again, from the MR as it is then;
  * - a duplicated atomic request is executed once; the copy and a request
@@ -29,7 +29,9 @@
 #include "u4vt_rel.h"
 #include "wire/wire.h"
 
-#define PSN0 0x123u /* the QPs' first PSN (u4vt_qp_connect) */
+/* The QPs' first PSN (u4vt_qp_connect); PSN(k) is k after it. */
+static uint32_t psn0 = 0x123;
+#define PSN(k) psn_add(psn0, (k))
 #define NPSN 1024u  /* PSNs the hook keeps counts for */
 #define ANY_PSN UINT32_MAX
 #define MAX_RULES 8
@@ -46,7 +48,7 @@ static struct {
 	pthread_mutex_t lock;
 	struct rule rules[MAX_RULES];
 	uint32_t nrules;
-	/* by PSN - PSN0: */
+	/* by PSN, counted from psn0: */
 	uint32_t resp_sent[NPSN]; /* READ responses sent */
 	uint32_t reqs_sent[NPSN]; /* READ / atomic requests sent */
 	uint32_t req_len[NPSN];	  /* the last READ request's length */
@@ -55,7 +57,7 @@ static struct {
 	uint32_t ack_other[NPSN]; /* ACKs with another value */
 	/* READ responses whose payload equals `mr` at the time they leave */
 	const uint8_t *mr;
-	uint32_t mr_psn, mr_nframes, mr_matches;
+	uint32_t mr_nframes, mr_matches; /* from psn0 */
 } hk = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static enum u4l_sim_verdict hook(void *arg, uint32_t end, const void *frame,
@@ -71,7 +73,7 @@ static enum u4l_sim_verdict hook(void *arg, uint32_t end, const void *frame,
 		return v;
 	op = U4W_OP(h.opcode);
 	payload = (const uint8_t *)frame + u4w_hdr_len(h.opcode);
-	k = (uint32_t)psn_diff(h.psn, PSN0);
+	k = (uint32_t)psn_diff(h.psn, psn0);
 	pthread_mutex_lock(&hk.lock);
 	for (i = 0; i < hk.nrules && v == U4L_SIM_PASS; i++) {
 		struct rule *r = &hk.rules[i];
@@ -85,11 +87,8 @@ static enum u4l_sim_verdict hook(void *arg, uint32_t end, const void *frame,
 	if (op >= U4W_READ_RESP_FIRST && op <= U4W_READ_RESP_ONLY &&
 	    k < NPSN) {
 		hk.resp_sent[k]++;
-		if (hk.mr && k >= hk.mr_psn - PSN0 &&
-		    k < hk.mr_psn - PSN0 + hk.mr_nframes &&
-		    !memcmp(payload,
-			    hk.mr + (size_t)(k - (hk.mr_psn - PSN0)) *
-					    U4W_GRANULE,
+		if (hk.mr && k < hk.mr_nframes &&
+		    !memcmp(payload, hk.mr + (size_t)k * U4W_GRANULE,
 			    h.paylen))
 			hk.mr_matches++;
 	}
@@ -148,7 +147,7 @@ static uint32_t hook_count(const uint32_t *counts, uint32_t psn)
 	uint32_t n;
 
 	pthread_mutex_lock(&hk.lock);
-	n = counts[psn - PSN0];
+	n = counts[psn_diff(psn, psn0)];
 	pthread_mutex_unlock(&hk.lock);
 	return n;
 }
@@ -168,9 +167,13 @@ struct rd_env {
 
 static void env_up(struct rd_env *e, const char *tag, size_t len)
 {
+	struct u4vt_qp_opts o;
+
 	memset(e, 0, sizeof(*e));
 	hook_reset();
-	rel_pair_up(&e->p, tag, IBV_QPT_RC, NULL, NULL, 0);
+	u4vt_qp_opts_default(&o);
+	o.psn = psn0;
+	rel_pair_up(&e->p, tag, IBV_QPT_RC, NULL, &o, 0);
 	e->len = len;
 	e->src = u4vt_map(len);
 	e->dst = u4vt_map(len);
@@ -228,8 +231,8 @@ static void test_read_request_lost_alone(void **state)
 	post_read(&e, 1, 0, 65536);
 	wait_read(&e, 1, 0, 65536);
 	assert_int_equal(hook_left(), 0);
-	assert_true(resp_sent(PSN0) >= 1);
-	assert_true(resp_sent(PSN0 + 16) >= 1);
+	assert_true(resp_sent(PSN(0)) >= 1);
+	assert_true(resp_sent(PSN(16)) >= 1);
 	env_down(&e);
 }
 
@@ -240,7 +243,7 @@ static void test_read_request_lost_nak(void **state)
 
 	(void)state;
 	env_up(&e, "rqnak", 65536);
-	hook_rule(0, U4W_READ_REQ, PSN0, U4L_SIM_DROP, 1);
+	hook_rule(0, U4W_READ_REQ, PSN(0), U4L_SIM_DROP, 1);
 	post_read(&e, 1, 0, 32768);
 	post_read(&e, 2, 32768, 32768);
 	wait_read(&e, 1, 0, 32768);
@@ -266,9 +269,9 @@ static void test_read_last_response_lost(void **state)
 	wait_read(&e, 1, 0, 65536);
 	assert_int_equal(hook_left(), 0);
 	/* the lost one went out again, as a READ of one frame */
-	assert_true(resp_sent(PSN0 + n - 1) >= 2);
+	assert_true(resp_sent(PSN(n - 1)) >= 2);
 	for (k = 0; k + 1 < n; k++)
-		assert_true(resp_sent(PSN0 + k) >= 1);
+		assert_true(resp_sent(PSN(k)) >= 1);
 	env_down(&e);
 }
 
@@ -277,28 +280,27 @@ static void test_read_last_response_lost(void **state)
  * own, with a READ request for that one frame. Going back to the first
  * lost one would send about 250 frames again.
  */
-static void test_read_middle_responses_lost(void **state)
+static void middle_responses_lost(const char *tag)
 {
 	static const uint32_t lost[] = { 3, 9, 40 };
 	const uint32_t n = 261; /* 1 MiB in 4032-byte frames */
 	struct rd_env e;
 	uint32_t k, j, total = 0;
 
-	(void)state;
-	env_up(&e, "midlost", 1 << 20);
+	env_up(&e, tag, 1 << 20);
 	for (k = 0; k < 3; k++)
-		hook_rule(1, U4W_READ_RESP_MIDDLE, PSN0 + lost[k],
+		hook_rule(1, U4W_READ_RESP_MIDDLE, PSN(lost[k]),
 			  U4L_SIM_DROP, 1);
 	post_read(&e, 1, 0, 1 << 20);
 	wait_read(&e, 1, 0, 1 << 20);
 	assert_int_equal(hook_left(), 0);
 	for (k = 0; k < n; k++)
-		total += resp_sent(PSN0 + k);
+		total += resp_sent(PSN(k));
 	fprintf(stderr, "  %u responses sent for %u frames\n", total, n);
 	for (k = 0; k < 3; k++) {
-		assert_true(resp_sent(PSN0 + lost[k]) >= 2);
-		assert_true(hook_count(hk.reqs_sent, PSN0 + lost[k]) >= 1);
-		assert_int_equal(hook_count(hk.req_len, PSN0 + lost[k]), 4032);
+		assert_true(resp_sent(PSN(lost[k])) >= 2);
+		assert_true(hook_count(hk.reqs_sent, PSN(lost[k])) >= 1);
+		assert_int_equal(hook_count(hk.req_len, PSN(lost[k])), 4032);
 	}
 	/*
 	 * No other request but the READ itself (sent again only by a probe,
@@ -309,12 +311,27 @@ static void test_read_middle_responses_lost(void **state)
 		for (j = 0; j < 3 && lost[j] != k; j++)
 			;
 		if (j == 3)
-			assert_int_equal(hook_count(hk.reqs_sent, PSN0 + k), 0);
+			assert_int_equal(hook_count(hk.reqs_sent, PSN(k)), 0);
 	}
-	assert_int_equal(resp_sent(PSN0 + n), 0);
-	if (hook_count(hk.reqs_sent, PSN0) == 1)
+	assert_int_equal(resp_sent(PSN(n)), 0);
+	if (hook_count(hk.reqs_sent, PSN(0)) == 1)
 		assert_true(total <= n + 3 + 2);
 	env_down(&e);
+}
+
+static void test_read_middle_responses_lost(void **state)
+{
+	(void)state;
+	middle_responses_lost("midlost");
+}
+
+/* The same across the 24-bit PSN wrap: the third loss is past it. */
+static void test_read_middle_responses_lost_wrap(void **state)
+{
+	(void)state;
+	psn0 = 0xffffe0;
+	middle_responses_lost("midwrap");
+	psn0 = 0x123;
 }
 
 static void test_read_response_dup(void **state)
@@ -324,7 +341,7 @@ static void test_read_response_dup(void **state)
 
 	(void)state;
 	env_up(&e, "respdup", 65536);
-	hook_rule(1, U4W_READ_RESP_MIDDLE, PSN0 + 5, U4L_SIM_DUP, 1);
+	hook_rule(1, U4W_READ_RESP_MIDDLE, PSN(5), U4L_SIM_DUP, 1);
 	hook_rule(1, U4W_READ_RESP_LAST, ANY_PSN, U4L_SIM_DUP_LATE, 1);
 	post_read(&e, 1, 0, 65536);
 	wait_read(&e, 1, 0, 65536);
@@ -354,30 +371,29 @@ static bool read_request_dup_once(void)
 	bool clean;
 
 	env_up(&e, "rqdup", 65536);
-	hook_rule(0, U4W_READ_REQ, PSN0, U4L_SIM_DUP_LATE, 1);
+	hook_rule(0, U4W_READ_REQ, PSN(0), U4L_SIM_DUP_LATE, 1);
 	post_read(&e, 1, 0, len);
 	wait_read(&e, 1, 0, len);
 	u4vt_fill(e.src, len, 0xc0ffee);
 	pthread_mutex_lock(&hk.lock);
 	hk.mr = e.src;
-	hk.mr_psn = PSN0;
 	hk.mr_nframes = n;
 	pthread_mutex_unlock(&hk.lock);
 	post_read(&e, 2, 32768, 4096);
 	wait_read(&e, 2, 32768, 4096);
 	assert_int_equal(hook_left(), 0);
-	clean = hook_count(hk.reqs_sent, PSN0) == 1 &&
-		hook_count(hk.reqs_sent, PSN0 + n) == 1;
+	clean = hook_count(hk.reqs_sent, PSN(0)) == 1 &&
+		hook_count(hk.reqs_sent, PSN(n)) == 1;
 	if (!clean) {
 		fprintf(stderr, "  a probe went out: again\n");
 		env_down(&e);
 		return false;
 	}
 	/* the replay may still be on its way */
-	for (int i = 0; i < 500 && resp_sent(PSN0 + n - 1) < 2; i++)
+	for (int i = 0; i < 500 && resp_sent(PSN(n - 1)) < 2; i++)
 		usleep(1000);
-	assert_int_equal(resp_sent(PSN0), 2);
-	assert_int_equal(resp_sent(PSN0 + n - 1), 2);
+	assert_int_equal(resp_sent(PSN(0)), 2);
+	assert_int_equal(resp_sent(PSN(n - 1)), 2);
 	pthread_mutex_lock(&hk.lock);
 	assert_int_equal(hk.mr_matches, n); /* the new contents */
 	pthread_mutex_unlock(&hk.lock);
@@ -429,9 +445,9 @@ static uint64_t ack_orig(uint32_t psn, uint32_t *sent)
 	uint64_t v;
 
 	pthread_mutex_lock(&hk.lock);
-	v = hk.ack_orig[psn - PSN0];
-	*sent = hk.acks_sent[psn - PSN0];
-	assert_int_equal(hk.ack_other[psn - PSN0], 0);
+	v = hk.ack_orig[psn_diff(psn, psn0)];
+	*sent = hk.acks_sent[psn_diff(psn, psn0)];
+	assert_int_equal(hk.ack_other[psn_diff(psn, psn0)], 0);
 	pthread_mutex_unlock(&hk.lock);
 	return v;
 }
@@ -450,8 +466,8 @@ static void test_atomic_request_dup(void **state)
 	 * One copy right behind it (answered with the first answer if that
 	 * has not gone out yet), one after the next request (answered again).
 	 */
-	hook_rule(0, U4W_FETCH_ADD, PSN0, U4L_SIM_DUP, 1);
-	hook_rule(0, U4W_FETCH_ADD, PSN0 + 1, U4L_SIM_DUP_LATE, 1);
+	hook_rule(0, U4W_FETCH_ADD, PSN(0), U4L_SIM_DUP, 1);
+	hook_rule(0, U4W_FETCH_ADD, PSN(1), U4L_SIM_DUP_LATE, 1);
 	assert_true(fadd(&e, 1, 7) == 1000);
 	assert_true(fadd(&e, 2, 7) == 1007);
 	assert_true(fadd(&e, 3, 7) == 1014);
@@ -459,12 +475,12 @@ static void test_atomic_request_dup(void **state)
 	/* each executed once */
 	assert_true(*target == 1021);
 	/* every answer carried the saved result */
-	v = ack_orig(PSN0, &sent);
+	v = ack_orig(PSN(0), &sent);
 	assert_true(sent >= 1);
 	assert_true(v == 1000);
-	for (int i = 0; i < 500 && (ack_orig(PSN0 + 1, &sent), sent < 2); i++)
+	for (int i = 0; i < 500 && (ack_orig(PSN(1), &sent), sent < 2); i++)
 		usleep(1000);
-	v = ack_orig(PSN0 + 1, &sent);
+	v = ack_orig(PSN(1), &sent);
 	assert_true(sent >= 2);
 	assert_true(v == 1007);
 	assert_true(*target == 1021);
@@ -489,7 +505,7 @@ static void test_atomic_response_lost(void **state)
 	res = (uint64_t *)e.dst;
 	*target = 42;
 	*res = 0;
-	hook_rule(1, U4W_ATOMIC_ACK, PSN0, U4L_SIM_DROP, 1);
+	hook_rule(1, U4W_ATOMIC_ACK, PSN(0), U4L_SIM_DROP, 1);
 	assert_int_equal(u4vt_post_atomic(e.p.qa, IBV_WR_ATOMIC_CMP_AND_SWP, 1,
 					  (uintptr_t)res, u4v_mr_lkey(e.md),
 					  (uintptr_t)target,
@@ -500,7 +516,7 @@ static void test_atomic_response_lost(void **state)
 	assert_int_equal(hook_left(), 0);
 	assert_true(*res == 42);
 	assert_true(*target == 4242);
-	assert_true(ack_orig(PSN0, &sent) == 42); /* every answer */
+	assert_true(ack_orig(PSN(0), &sent) == 42); /* every answer */
 	assert_true(sent >= 2);
 	/* the QP goes on */
 	assert_true(fadd(&e, 2, 1) == 4242);
@@ -515,6 +531,7 @@ int main(void)
 		cmocka_unit_test(test_read_request_lost_nak),
 		cmocka_unit_test(test_read_last_response_lost),
 		cmocka_unit_test(test_read_middle_responses_lost),
+		cmocka_unit_test(test_read_middle_responses_lost_wrap),
 		cmocka_unit_test(test_read_response_dup),
 		cmocka_unit_test(test_read_request_dup_served_again),
 		cmocka_unit_test(test_atomic_request_dup),
