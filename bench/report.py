@@ -262,7 +262,8 @@ def plot_all(pts, pl):
                + "\n")
     # bar charts: events, faults
     for suite, title in (("events", "Poll vs event mode (64 KiB, RC)"),
-                         ("faults", "RC WRITE 64 KiB on a faulty cable")):
+                         ("faults", "RC WRITE 64 KiB on a faulty cable"),
+                         ("read_faults", "RC READ on a lossy cable")):
         rows = [p for p in pts if p["suite"] == suite
                 and p["metric"] == "gbps" and p["median"] is not None]
         if not rows:
@@ -401,6 +402,16 @@ def summary(pts, rows, a, plots):
             L.append(f"| {p['point']} vs clean cable | {pct(r)} "
                      f"({spread(p)} Gb/s vs {fmt(clean)} of {cname}; "
                      f"retransmits "
+                     f"{fmt(p['retransmits_median'], 0)}) | >= 90% | "
+                     f"{verdict(r, 0.90)} |")
+    for p in pts:
+        if p["suite"] == "read_faults" and p["metric"] == "gbps" \
+                and not p["point"].endswith("/clean"):
+            size = p["point"].split("/")[1]
+            c = med(pts, "read_faults", f"read/{size}/clean", "gbps")
+            r = p["median"] / c if c and p["median"] else None
+            L.append(f"| ib_read_bw {p['point']} vs clean cable | {pct(r)} "
+                     f"({spread(p)} Gb/s vs {fmt(c)}; retransmits "
                      f"{fmt(p['retransmits_median'], 0)}) | >= 90% | "
                      f"{verdict(r, 0.90)} |")
     for n, lab in (("tcp/65536", "TCP loopback (tcp_bw)"),):

@@ -24,6 +24,7 @@
 #   events      ib_send_bw poll vs event mode (-e)
 #   threads     bench/threads_bw: 1/2/4 threads, each its own QP, one context
 #   faults      ib_write_bw 64 KiB with --drop 1e-3 and/or --stranded 1/280
+#   read_faults ib_read_bw 64 KiB and 1 MiB, clean vs --drop 1e-3 and 1e-2
 #   cpu_cmp     the same bytes over TCP loopback (bench/tcp_bw) and over
 #               usb4verbs (ib_write_bw, 20 Gb/s and unthrottled): CPU-s/GiB
 #   sw_cost     unthrottled software cost: 8-byte RC RTT (engine_bw --lat
@@ -459,6 +460,15 @@ log "suite faults: ib_write_bw RC 64 KiB on a faulty cable vs clean"
 for f in "${FAULTS[@]}"; do
 	name=$(sed 's/--drop /drop=/; s/--stranded /stranded=/; s/ /+/g' <<<"$f")
 	bw_point faults "$name" ib_write_bw RC 65536 1 1 poll "$f"
+done
+
+# ---- READ on lossy cables: each size against its own clean run
+log "suite read_faults: ib_read_bw RC 64 KiB / 1 MiB, clean vs drop 1e-3 / 1e-2"
+for s in 65536 1048576; do
+	bw_point read_faults "read/$s/clean" ib_read_bw RC "$s" 1 1 poll ""
+	for d in 0.001 0.01; do
+		bw_point read_faults "read/$s/drop=$d" ib_read_bw RC "$s" 1 1 poll "--drop $d"
+	done
 done
 
 # ---- threads (our libibverbs program under usb4v-sim exec)
