@@ -107,20 +107,27 @@ static void close_sock(struct cm_id *id)
 	id->sock = -1;
 }
 
+/* The id's timerfd, in its file's epoll: 0 or -errno. Made before an
+ * exchange that needs a deadline starts, so that none goes without one. */
+static int ensure_timer(struct cm_id *id)
+{
+	if (id->timer >= 0)
+		return 0;
+	id->timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (id->timer < 0)
+		return -errno;
+	id->timer_src.kind = SRC_TIMER;
+	cm_src_add(id, &id->timer_src, id->timer);
+	return 0;
+}
+
+/* Wake the id at at_ns (its timer exists: ensure_timer()). */
 static void arm_timer(struct cm_id *id, uint64_t at_ns)
 {
 	struct itimerspec its = {
 	    .it_value = {.tv_sec = (time_t)(at_ns / 1000000000ull),
 			 .tv_nsec = (long)(at_ns % 1000000000ull)}};
 
-	if (id->timer < 0) {
-		id->timer =
-		    timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-		if (id->timer < 0)
-			return; /* the deadline is lost, not the connection */
-		id->timer_src.kind = SRC_TIMER;
-		cm_src_add(id, &id->timer_src, id->timer);
-	}
 	timerfd_settime(id->timer, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
@@ -297,11 +304,15 @@ int cmi_connect(struct cm_id *id, const struct rdma_ucm_conn_param *p,
 	enum cmw_type type = is_ud(id) ? CMW_SIDR_REQ : CMW_REQ;
 	struct cmw_msg *m;
 	uint16_t port;
+	int ret;
 
 	if (id->state != CM_ROUTE_RESOLVED)
 		return -EINVAL;
 	if (p->private_data_len > cmw_private_max(type))
 		return -EINVAL;
+	ret = ensure_timer(id);
+	if (ret)
+		return ret;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
@@ -483,6 +494,8 @@ int cmi_accept(struct cm_id *id, const struct rdma_ucm_conn_param *p,
 	m.type = is_ud(id) ? CMW_SIDR_REP : CMW_REP;
 	if (p->private_data_len > cmw_private_max((enum cmw_type)m.type))
 		return -EINVAL;
+	if (!is_ud(id) && ensure_timer(id))
+		return -ENOMEM; /* the RTU needs a deadline */
 	m.qpn = p->qp_num & 0xffffff;
 	m.private_len = p->private_data_len;
 	memcpy(m.private_data, p->private_data, p->private_data_len);
@@ -572,6 +585,10 @@ int cmi_disconnect(struct cm_id *id)
 static void peer_disconnected(struct cm_id *id)
 {
 	id->state = CM_DISCONNECT;
+	if (ensure_timer(id)) {
+		cmi_event(id, CME_DISCONNECTED, 0); /* no timer: at once */
+		return;
+	}
 	id->disconnect_due = true;
 	arm_timer(id, now_ns() + PEER_DISCONNECT_MS * 1000000ull);
 }
