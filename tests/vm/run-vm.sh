@@ -4,7 +4,8 @@
 # Boot Debian's own kernel under QEMU (TCG), load usb4verbs.ko with
 # soft_cable=1 and run plans (tests/vm/plans/<name>.sh, in the order given)
 # in the guest. A plan may have a host-side <name>.stage, sourced here to put
-# what it needs into the image (copy_bin, copy_libs, copy_tree, add_mod).
+# what it needs into the image (copy_bin, copy_libs, copy_tree, add_mod), to
+# build a module (build_kmod) or to add QEMU devices (qemu_args).
 # Pass/fail comes from markers on the serial console.
 #
 #   run-vm.sh --src DIR --build DIR --out DIR --plans "a b ..." [--timeout SECS]
@@ -64,18 +65,26 @@ mkdir -p "$OUT/kmod" "$OUT/root"
 ROOT=$OUT/root
 
 # 1. The module, built out of tree in a copy (keeps the source tree clean).
-cp "$SRC"/kernel/*.c "$SRC"/kernel/*.h "$SRC"/kernel/Kbuild "$OUT/kmod/"
-mkdir -p "$OUT/kmod/include"
-cp -r "$SRC"/kernel/include/. "$OUT/kmod/include/"
 # W=1 and, where installed, sparse (C=1): both must stay silent.
 CHECK=
 command -v sparse >/dev/null && CHECK=C=1
-if ! make -C "$KDIR" M="$OUT/kmod" W=1 $CHECK modules >"$OUT/kmod.log" 2>&1; then
-	cat "$OUT/kmod.log"; fail "module build"
-fi
-if grep -E 'warning:|error:' "$OUT/kmod.log"; then fail "module build has warnings"; fi
+build_kmod() { # dir src-dir [make args]: one module source tree, built in dir
+	local dir=$1 src=$2
+	shift 2
+	mkdir -p "$dir"
+	cp "$src"/*.c "$src"/*.h "$src"/Kbuild "$dir/"
+	[ -d "$src/include" ] && cp -r "$src/include" "$dir/"
+	if ! make -C "$KDIR" M="$dir" W=1 $CHECK "$@" modules >"$dir.log" 2>&1; then
+		cat "$dir.log"; fail "module build ($src)"
+	fi
+	if grep -E 'warning:|error:' "$dir.log"; then fail "module build ($src) has warnings"; fi
+}
+build_kmod "$OUT/kmod" "$SRC/kernel"
 KO=$OUT/kmod/usb4verbs.ko
 say "module built"
+# QEMU devices a plan's stage file asks for (qemu_args ...)
+QEMU_EXTRA=()
+qemu_args() { QEMU_EXTRA+=("$@"); }
 
 # 2. Userspace: busybox, tools, their libraries, providers.
 mkdir -p "$ROOT"/{bin,sbin,etc,proc,sys,dev,tmp,run,lib,lib64,usr/bin,usr/lib,etc/libibverbs.d}
@@ -178,7 +187,8 @@ say "booting"
 timeout -k 5 "$TMO" "$QEMU" -accel tcg -smp 2 -m 2048 -nographic -no-reboot \
 	-kernel "/boot/vmlinuz-$KVER" -initrd "$OUT/initrd.gz" \
 	-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=4 rdinit=/init" \
-	-nic none -monitor none -serial "file:$LOG" </dev/null >"$OUT/qemu.out" 2>&1
+	-nic none -monitor none -serial "file:$LOG" "${QEMU_EXTRA[@]}" \
+	</dev/null >"$OUT/qemu.out" 2>&1
 RC=$?
 [ -n "${U4V_VM_LOCK:-}" ] && exec 9>&-
 say "qemu exited rc=$RC"

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * u4v_ktest: exercises usb4verbs.ko (soft_cable=1) through the nhi link
- * backend, without libibverbs: contexts, channels on the cable and on
- * loopback, frame integrity, the doorbell's validation (bogus doorbells
- * must be refused and harm nothing), mapping protections, raw link speed.
+ * u4v_ktest: exercises usb4verbs.ko (soft cable, or tbemu's Thunderbolt)
+ * through the nhi link backend, without libibverbs: contexts, channels on
+ * the cable and on loopback, frame integrity, the doorbell's validation
+ * (bogus doorbells must be refused and harm nothing), mapping protections,
+ * raw link speed.
  *
  * Prints "KTEST <name> PASS|FAIL ..." per check; exit status 0 when all
  * passed. Usage: u4v_ktest [seconds-of-throughput]
@@ -14,6 +15,8 @@
  *   u4v_ktest nobody    the same as uid/gid 65534
  *   u4v_ktest budget    the channel budget (soft_channels=1): ENOSPC, and
  *                       the budget comes back when a context leaves
+ * U4V_KTEST_DEV0 / U4V_KTEST_DEV1 name the devices of cable end 0 and 1
+ * (default usb4v0 / usb4v1, the soft cable's).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -87,6 +90,19 @@ static int open_ibdev(const char *ibdev)
 }
 
 static int open_err;
+
+/*
+ * The devices of cable end 0 and end 1: usb4v0 and usb4v1 on the soft
+ * cable; U4V_KTEST_DEV0 / _DEV1 name them otherwise (Thunderbolt).
+ */
+static const char *end_dev(int end)
+{
+	const char *e = getenv(end ? "U4V_KTEST_DEV1" : "U4V_KTEST_DEV0");
+
+	return e ? e : end ? "usb4v1" : "usb4v0";
+}
+#define END0 end_dev(0)
+#define END1 end_dev(1)
 
 static struct u4l_dev *open_ctx_flags(const char *ibdev, uint32_t flags)
 {
@@ -311,7 +327,7 @@ static void test_speed(struct u4l_dev *a, struct u4l_chan *ac,
  */
 static int hold(void)
 {
-	struct u4l_dev *a = open_ctx("usb4v0"), *b = open_ctx("usb4v1");
+	struct u4l_dev *a = open_ctx(END0), *b = open_ctx(END1);
 	struct u4l_chan *ab;
 	uint32_t bid;
 
@@ -340,13 +356,13 @@ static int hold(void)
 /* Direct mode must be refused (EPERM); safe mode keeps working. */
 static int refused(const char *how)
 {
-	struct u4l_dev *a = open_ctx_flags("usb4v0", U4L_NHI_DIRECT);
+	struct u4l_dev *a = open_ctx_flags(END0, U4L_NHI_DIRECT);
 	int err = open_err;
 
 	report("direct_refused", !a && err == -EPERM, "%s ret=%d", how, err);
 	if (a)
 		a->ops->close(a);
-	a = open_ctx("usb4v0");
+	a = open_ctx(END0);
 	report("safe_still_works", a && ((struct nhi_dev *)a)->mode ==
 						U4V_MODE_SAFE, "%s", how);
 	if (a)
@@ -370,9 +386,9 @@ static int drop_rawio(void)
 /* Frames over direct channels: zero system calls once a channel exists. */
 static int direct(double secs)
 {
-	struct u4l_dev *a = open_ctx_flags("usb4v0", U4L_NHI_DIRECT);
-	struct u4l_dev *b = open_ctx_flags("usb4v1", U4L_NHI_DIRECT);
-	struct u4l_dev *c = open_ctx("usb4v0"), *d = open_ctx("usb4v1");
+	struct u4l_dev *a = open_ctx_flags(END0, U4L_NHI_DIRECT);
+	struct u4l_dev *b = open_ctx_flags(END1, U4L_NHI_DIRECT);
+	struct u4l_dev *c = open_ctx(END0), *d = open_ctx(END1);
 	struct u4l_chan *ab, *ba, *ad, *da, *ac, *ca, *self;
 	struct nhi_chan *nc;
 	uint64_t sa, sb;
@@ -473,7 +489,7 @@ static void test_concurrent(int rounds)
 	int ok = 0;
 
 	for (int i = 0; i < rounds; i++) {
-		struct u4l_dev *e = open_ctx("usb4v0"), *f = open_ctx("usb4v1");
+		struct u4l_dev *e = open_ctx(END0), *f = open_ctx(END1);
 		struct connect_arg ce = { .dev = e }, cf = { .dev = f };
 		pthread_barrier_t go;
 		pthread_t te, tf;
@@ -503,8 +519,8 @@ static void test_concurrent(int rounds)
 /* soft_channels=1: one cross-end channel per end, loopback is free. */
 static int budget(void)
 {
-	struct u4l_dev *a = open_ctx("usb4v0"), *b = open_ctx("usb4v1");
-	struct u4l_dev *c = open_ctx("usb4v0"), *d = open_ctx("usb4v1");
+	struct u4l_dev *a = open_ctx(END0), *b = open_ctx(END1);
+	struct u4l_dev *c = open_ctx(END0), *d = open_ctx(END1);
 	struct u4l_chan *ab, *ba, *cd, *dc, *ac, *ca;
 	uint32_t bid;
 	int r;
@@ -568,10 +584,10 @@ int main(int argc, char **argv)
 		report("become_nobody", r == 0 && geteuid() == 65534, NULL);
 		return refused("uid-65534");
 	}
-	a = open_ctx("usb4v0");
-	b = open_ctx("usb4v1");
-	c = open_ctx("usb4v0");
-	d = open_ctx("usb4v1");
+	a = open_ctx(END0);
+	b = open_ctx(END1);
+	c = open_ctx(END0);
+	d = open_ctx(END1);
 	report("open_contexts", a && b && c && d, NULL);
 	if (!a || !b || !c || !d)
 		return 1;
