@@ -603,6 +603,8 @@ struct u4k_dev *u4k_dev_add(struct u4k_cable *cable, struct device *dma_dev,
 	dev->ibdev.uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	strscpy(dev->ibdev.node_desc, "usb4verbs", sizeof(dev->ibdev.node_desc));
 	dev->ibdev.driver_def = u4k_uapi_defs;
+	/* sysfs device/: the NHI (soft cable: its platform device) */
+	dev->ibdev.dev.parent = dma_dev;
 	ib_set_device_ops(&dev->ibdev, &u4k_dev_ops);
 	ret = ib_register_device(&dev->ibdev, "usb4v%d", dma_dev);
 	if (ret) {
