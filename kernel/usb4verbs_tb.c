@@ -297,11 +297,18 @@ static void u4k_tb_chan_close(struct u4k_half *h)
 	if (hw->paths_up)
 		tb_xdomain_disable_paths(xd, hw->out_hop, hw->tx->hop,
 					 hw->in_hop, hw->rx->hop);
+	/*
+	 * Nothing comes in now: let polling end (tb_ring_poll_complete() may
+	 * raise one more interrupt it held back). The core warns when a ring
+	 * stops with its interrupt masked, and when a stopped ring's is
+	 * unmasked (the next ring on its hop finds it enabled).
+	 */
+	while (flush_work(&hw->rx_work))
+		;
 	if (hw->started) {
 		tb_ring_stop(hw->rx);
 		tb_ring_stop(hw->tx);
 	}
-	cancel_work_sync(&hw->rx_work);
 	if (hw->out_hop > 0)
 		tb_xdomain_release_out_hopid(xd, hw->out_hop);
 	if (hw->in_hop > 0)
