@@ -22,10 +22,13 @@
 #include <linux/list.h>
 #include <linux/kref.h>
 #include <linux/eventfd.h>
+#include <linux/uuid.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/ib_mad.h>
 
 #include "include/uapi/rdma/usb4verbs-abi.h"
 #include "include/usb4verbs-limits.h"
+#include "usb4verbs_compat.h"
 
 #define U4K_DRV_NAME "usb4verbs"
 
@@ -37,10 +40,13 @@
 extern unsigned int u4k_ring_depth;
 extern unsigned int u4k_soft_channels;
 extern bool u4k_allow_direct;
-extern unsigned int u4k_tb_channels;
+extern unsigned int u4k_tb_channels, u4k_tb_timeout_ms;
+extern char *u4k_soft_netdevs[2];
+extern int u4k_nr_soft_netdevs;
 
 struct u4k_cable;
 struct u4k_ucontext;
+struct u4k_qp;
 
 enum u4k_buf_kind {
 	U4K_BUF_PAGES, /* alloc_pages_exact: no DMA device */
@@ -121,6 +127,91 @@ struct u4k_msg {
 	u64 seq;     /* MASK: newer wins */
 };
 
+/*
+ * On a Thunderbolt cable every packet between the shims is an XDomain
+ * header and one struct u4k_msg, whose type is also the header's: the
+ * channel protocol's, or LOGIN (version, depth) and LOGOUT between the
+ * shims. A response has the request's type with U4K_TB_RESP set, and its
+ * command. usb4verbs_peer.c checks what the peer sends, usb4verbs_tb.c
+ * moves the packets.
+ */
+#define U4K_TB_PROTO_VER 1
+#define U4K_TB_MIN_HOPID 8 /* the first HopID of a path (TB_PATH_MIN_HOPID) */
+
+/* Own copy of the XDomain header layout (private in 6.1). */
+struct u4k_tb_hdr {
+	u32 route_hi;
+	u32 route_lo;
+	u32 length_sn;
+	uuid_t proto;
+	uuid_t initiator;
+	uuid_t target;
+	u32 type;
+	u32 command;
+};
+
+#define U4K_TB_LEN_MASK GENMASK(5, 0)
+
+enum {
+	U4K_TB_LOGIN = 0x10,
+	U4K_TB_LOGOUT,
+	U4K_TB_MAD = 0x20, /* struct u4k_tb_mad_pkt */
+	U4K_TB_RESP = 0x100,
+};
+
+struct u4k_tb_pkt {
+	struct u4k_tb_hdr hdr;
+	struct u4k_msg msg;
+};
+
+/* A MAD between the GSI QPs of the two ends (gsi.c). */
+struct u4k_mad {
+	struct list_head node;
+	union ib_gid sgid, dgid; /* the sender's and the receiver's */
+	u32 src_qpn, dst_qpn;
+	u32 len;
+	u8 data[IB_MGMT_MAD_SIZE];
+};
+
+/*
+ * On a Thunderbolt cable a MAD crosses in two packets (a packet carries at
+ * most 252 bytes), parts 0 and 1 of the sender's MAD number (command),
+ * each with the addressing. They go unanswered, as responses do: QP1 is a
+ * datagram service, and ib_mad sends again what gets no answer.
+ */
+#define U4K_TB_MAD_PART (IB_MGMT_MAD_SIZE / 2)
+
+struct u4k_tb_mad_pkt {
+	struct u4k_tb_hdr hdr; /* type U4K_TB_MAD */
+	u32 part;
+	u32 len;
+	u32 src_qpn, dst_qpn;
+	union ib_gid sgid, dgid;
+	u8 data[U4K_TB_MAD_PART];
+};
+
+/* A MAD of the peer put together from its parts (peer.c). */
+struct u4k_mad_rx {
+	u32 seq;
+	bool have_first;
+	struct u4k_mad mad;
+};
+
+enum u4k_pkt_kind {
+	U4K_PKT_OTHER,	 /* not ours to take: other hosts' */
+	U4K_PKT_ANSWER,	 /* an answer of the peer's shim (hdr.command) */
+	U4K_PKT_BAD,	 /* ours, malformed: dropped */
+	U4K_PKT_REQUEST, /* a request of the peer's shim */
+	U4K_PKT_MAD,	 /* a part of a MAD from the peer's QP1 */
+};
+
+/* What a request of the peer asks of us besides its answer. */
+enum u4k_peer_action {
+	U4K_PEER_ANSWER, /* nothing else */
+	U4K_PEER_LOGIN,	 /* log in to the peer now */
+	U4K_PEER_DOWN,	 /* take the cable down: the peer logged out */
+};
+
 struct u4k_cable_ops {
 	/* one request to the other end's shim; the reply is written to m */
 	int (*send)(struct u4k_cable *cable, struct u4k_msg *m);
@@ -137,6 +228,19 @@ struct u4k_cable_ops {
 	void (*kick)(struct u4k_half *h, bool tx, bool rx);
 	/* direct mode: the TX (rx = 0) or RX doorbell page of uctx */
 	struct u4k_buf *(*db_alloc)(struct u4k_ucontext *uctx, int rx);
+	/* a MAD of QP1 to the other end's QP1 (process context; gsi.c) */
+	void (*send_mad)(struct u4k_cable *cable, struct u4k_mad *mad);
+	/* ndev shares the cable: its addresses are the port's GIDs (netdev.c) */
+	bool (*netdev_match)(struct u4k_cable *cable, struct net_device *ndev);
+};
+
+/* Cross-cable counters of an end (hw_counters); bytes follow frames. */
+enum u4k_stat {
+	U4K_STAT_TX_FRAMES,
+	U4K_STAT_TX_BYTES,
+	U4K_STAT_RX_FRAMES,
+	U4K_STAT_RX_BYTES,
+	U4K_NR_STATS
 };
 
 struct u4k_cable {
@@ -158,6 +262,7 @@ struct u4k_cable {
 	void *priv; /* Thunderbolt peer, or the other soft end */
 	struct u4k_half *opening; /* soft cable: the half OPEN is about */
 	u32 nr_direct; /* direct contexts: the soft engine polls */
+	atomic64_t stats[U4K_NR_STATS];
 };
 
 struct u4k_dev {
@@ -168,6 +273,13 @@ struct u4k_dev {
 	atomic_t nr_pd, nr_cq, nr_qp, nr_mr;
 	struct ida qpn_ida;
 	atomic_t mr_key;
+	struct net_device *ndev; /* whose addresses are our GIDs (netdev.c) */
+	struct list_head netdev_node;
+	struct work_struct gid_work;
+	spinlock_t gsi_lock;	/* gsi, mad_tx */
+	struct u4k_qp *gsi;	/* ib_mad's QP1 (gsi.c) */
+	struct list_head mad_tx; /* MADs to carry to the other end */
+	struct work_struct mad_work;
 };
 
 struct u4k_ucontext {
@@ -231,6 +343,18 @@ int u4k_proto_connect(struct u4k_ucontext *uctx, u32 remote);
 void u4k_proto_recv(struct u4k_cable *cable, struct u4k_msg *m);
 void u4k_proto_send_mask(struct u4k_cable *cable);
 
+/* usb4verbs_peer.c */
+enum u4k_pkt_kind u4k_peer_classify(const void *buf, size_t size,
+				    const uuid_t *local, const uuid_t *remote,
+				    u64 route);
+enum u4k_peer_action u4k_peer_request(struct u4k_cable *cable, bool logged_in,
+				      struct u4k_msg *m);
+int u4k_peer_answer(const struct u4k_tb_hdr *req,
+		    const struct u4k_tb_pkt *resp, struct u4k_msg *m);
+int u4k_peer_login_answer(const struct u4k_msg *m);
+bool u4k_peer_mad_part(struct u4k_mad_rx *rx,
+		       const struct u4k_tb_mad_pkt *pkt);
+
 /* usb4verbs_ib.c */
 struct u4k_dev *u4k_dev_add(struct u4k_cable *cable, struct device *dma_dev,
 			    u64 guid);
@@ -264,6 +388,17 @@ void u4k_soft_pump(struct u4k_half *tx, u32 *delivered, u32 *completed);
 int u4k_soft_cable_create(void);
 void u4k_soft_cable_destroy(void);
 void u4k_soft_engine_wake(void);
+
+/* usb4verbs_gsi.c (the rest in usb4verbs_gsi.h) */
+void u4k_gsi_init(struct u4k_dev *dev);
+void u4k_gsi_stop(struct u4k_dev *dev);
+void u4k_gsi_recv(struct u4k_dev *dev, const struct u4k_mad *mad);
+
+/* usb4verbs_netdev.c */
+void u4k_netdev_add(struct u4k_dev *dev);
+void u4k_netdev_del(struct u4k_dev *dev);
+int u4k_netdev_init(void);
+void u4k_netdev_exit(void);
 
 /* usb4verbs_tb.c */
 int u4k_tb_init(void);

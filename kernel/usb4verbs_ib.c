@@ -9,7 +9,6 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/mm.h>
-#include <linux/version.h>
 #include <linux/capability.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -17,30 +16,14 @@
 #include <rdma/uverbs_named_ioctl.h>
 #include <rdma/uverbs_std_types.h>
 
-#include "usb4verbs.h"
+#include "usb4verbs_gsi.h"
 
-#define U4K_GID_TBL_LEN 4
+/* ib_core's GIDs of the cable's net device (netdev.c): one per address */
+#define U4K_GID_TBL_LEN 16
 
 struct u4k_pd {
 	struct ib_pd ibpd;
 };
-
-struct u4k_cq {
-	struct ib_cq ibcq;
-	struct list_head node; /* uctx->cqs */
-	struct u4k_ucontext *uctx;
-	bool armed;
-};
-
-struct u4k_qp {
-	struct ib_qp ibqp;
-	enum ib_qp_state state;
-};
-
-static struct u4k_dev *to_u4k_dev(struct ib_device *ibdev)
-{
-	return container_of(ibdev, struct u4k_dev, ibdev);
-}
 
 /* Count one more object against a limit the kernel enforces. */
 static int u4k_take(atomic_t *nr, int max)
@@ -74,6 +57,7 @@ static int u4k_query_device(struct ib_device *ibdev,
 	attr->max_cq = U4V_MAX_CQ;
 	attr->max_cqe = U4V_MAX_CQE;
 	attr->max_mr = U4V_MAX_MR;
+	attr->max_mw = U4V_MAX_MW;
 	attr->max_pd = U4V_MAX_PD;
 	attr->max_qp_rd_atom = U4V_MAX_QP_RD_ATOM;
 	attr->max_qp_init_rd_atom = U4V_MAX_QP_RD_ATOM;
@@ -84,6 +68,8 @@ static int u4k_query_device(struct ib_device *ibdev,
 	attr->max_ah = U4V_MAX_AH;
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = 15;
+	/* ib_mad's PD: its lkey is ignored (kernel addresses, gsi.c) */
+	attr->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	return 0;
 }
 
@@ -112,35 +98,20 @@ static int u4k_get_port_immutable(struct ib_device *ibdev, u32 port,
 {
 	imm->pkey_tbl_len = 1;
 	imm->gid_tbl_len = U4K_GID_TBL_LEN;
-	/* IB link layer without MAD/SMI/CM: no kernel client attaches */
-	imm->core_cap_flags = RDMA_CORE_CAP_PROT_IB;
-	imm->max_mad_size = 0;
+	/* RoCE v2: ib_core keeps the GIDs (netdev.c); MADs where carried */
+	if (!to_u4k_dev(ibdev)->cable->ops->send_mad) {
+		imm->core_cap_flags = RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP;
+		return 0;
+	}
+	imm->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	imm->max_mad_size = IB_MGMT_MAD_SIZE;
 	return 0;
 }
 
-static int u4k_query_gid(struct ib_device *ibdev, u32 port, int index,
-			 union ib_gid *gid)
+static enum rdma_link_layer u4k_get_link_layer(struct ib_device *ibdev,
+					       u32 port)
 {
-	struct u4k_dev *dev = to_u4k_dev(ibdev);
-
-	/*
-	 * The same table the software cable shows (tools/usb4v-sim): two
-	 * link-local GIDs from the GUID, two IPv4-mapped 127.0.0.1; the
-	 * engine addresses peers by QPN, so any index reaches the peer.
-	 */
-	if (index < 0 || index >= U4K_GID_TBL_LEN)
-		return -EINVAL;
-	memset(gid, 0, sizeof(*gid));
-	if (index < 2) {
-		gid->global.subnet_prefix = cpu_to_be64(0xfe80000000000000ull);
-		gid->global.interface_id = cpu_to_be64(dev->guid);
-	} else {
-		gid->raw[10] = 0xff;
-		gid->raw[11] = 0xff;
-		gid->raw[12] = 127;
-		gid->raw[15] = 1;
-	}
-	return 0;
+	return IB_LINK_LAYER_ETHERNET;
 }
 
 static int u4k_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
@@ -170,17 +141,63 @@ static void u4k_ctx_put_res(struct u4k_ucontext *uctx)
 		eventfd_ctx_put(uctx->evfd);
 }
 
-static int u4k_alloc_ucontext(struct ib_ucontext *ibuc,
-			      struct ib_udata *udata)
+/* What u4k_ctx_put_res gives back: the event fd, status page, doorbells. */
+static int u4k_ctx_get_res(struct u4k_ucontext *uctx, int event_fd)
+{
+	const struct u4k_cable_ops *ops = uctx->dev->cable->ops;
+	int i;
+
+	if (event_fd >= 0) {
+		uctx->evfd = eventfd_ctx_fdget(event_fd);
+		if (IS_ERR(uctx->evfd)) {
+			int ret = PTR_ERR(uctx->evfd);
+
+			uctx->evfd = NULL;
+			return ret;
+		}
+	}
+	uctx->status_buf = u4k_buf_alloc(uctx, PAGE_SIZE, false);
+	if (!uctx->status_buf)
+		return -ENOMEM;
+	uctx->status = uctx->status_buf->kva;
+	uctx->status->abi_version = U4V_ABI_VERSION;
+	/* direct: the NHI's ring register pages, or pages the soft engine scans */
+	for (i = 0; uctx->direct && i < 2; i++) {
+		uctx->db[i] = ops->db_alloc ? ops->db_alloc(uctx, i) :
+			      u4k_buf_alloc(uctx, PAGE_SIZE, true);
+		if (!uctx->db[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The provider's answer: where the context stands and what it maps. */
+static int u4k_ctx_reply(struct u4k_ucontext *uctx, struct ib_udata *udata)
+{
+	struct u4k_dev *dev = uctx->dev;
+	struct u4v_alloc_ucontext_resp resp = {};
+
+	resp.abi_version = U4V_ABI_VERSION;
+	resp.ctx_id = uctx->ctx_id;
+	resp.end = dev->cable->end;
+	resp.ring_depth = u4k_ring_depth;
+	resp.max_channels = dev->cable->max_channels;
+	resp.mode = uctx->direct ? U4V_MODE_DIRECT : U4V_MODE_SAFE;
+	resp.status_off = rdma_user_mmap_get_offset(&uctx->status_buf->rdma);
+	resp.status_len = PAGE_SIZE;
+	resp.node_guid = dev->guid;
+	resp.wire_rate = dev->cable->wire_rate;
+	return ib_copy_to_udata(udata, &resp, sizeof(resp));
+}
+
+static int u4k_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 {
 	struct u4k_ucontext *uctx = to_u4k_uctx(ibuc);
-	struct u4k_dev *dev = to_u4k_dev(ibuc->device);
-	const struct u4k_cable_ops *ops = dev->cable->ops;
-	struct u4v_alloc_ucontext_resp resp = {};
 	struct u4v_alloc_ucontext_req req;
-	int i, ret;
+	int ret;
 
-	if (udata->inlen < sizeof(req) || udata->outlen < sizeof(resp))
+	if (udata->inlen < sizeof(req) ||
+	    udata->outlen < sizeof(struct u4v_alloc_ucontext_resp))
 		return -EINVAL;
 	ret = ib_copy_from_udata(&req, udata, sizeof(req));
 	if (ret)
@@ -194,47 +211,18 @@ static int u4k_alloc_ucontext(struct ib_ucontext *ibuc,
 	/* writable rings hand out the controller's DMA */
 	if (uctx->direct && (!u4k_allow_direct || !capable(CAP_SYS_RAWIO)))
 		return -EPERM;
-	uctx->dev = dev;
+	uctx->dev = to_u4k_dev(ibuc->device);
 	INIT_LIST_HEAD(&uctx->pending_chans);
 	INIT_LIST_HEAD(&uctx->graveyard);
 	INIT_LIST_HEAD(&uctx->cqs);
 	spin_lock_init(&uctx->cq_lock);
-	if (req.event_fd >= 0) {
-		uctx->evfd = eventfd_ctx_fdget(req.event_fd);
-		if (IS_ERR(uctx->evfd)) {
-			ret = PTR_ERR(uctx->evfd);
-			uctx->evfd = NULL;
-			return ret;
-		}
-	}
-	ret = -ENOMEM;
-	uctx->status_buf = u4k_buf_alloc(uctx, PAGE_SIZE, false);
-	if (!uctx->status_buf)
+	ret = u4k_ctx_get_res(uctx, req.event_fd);
+	if (ret)
 		goto err;
-	uctx->status = uctx->status_buf->kva;
-	uctx->status->abi_version = U4V_ABI_VERSION;
-	/* direct: the NHI's ring register pages, or pages the soft engine scans */
-	for (i = 0; uctx->direct && i < 2; i++) {
-		uctx->db[i] = ops->db_alloc ? ops->db_alloc(uctx, i) :
-			      u4k_buf_alloc(uctx, PAGE_SIZE, true);
-		if (!uctx->db[i])
-			goto err;
-	}
 	ret = u4k_ctx_attach(uctx);
 	if (ret)
 		goto err;
-
-	resp.abi_version = U4V_ABI_VERSION;
-	resp.ctx_id = uctx->ctx_id;
-	resp.end = dev->cable->end;
-	resp.ring_depth = u4k_ring_depth;
-	resp.max_channels = dev->cable->max_channels;
-	resp.mode = uctx->direct ? U4V_MODE_DIRECT : U4V_MODE_SAFE;
-	resp.status_off = rdma_user_mmap_get_offset(&uctx->status_buf->rdma);
-	resp.status_len = PAGE_SIZE;
-	resp.node_guid = dev->guid;
-	resp.wire_rate = dev->cable->wire_rate;
-	ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	ret = u4k_ctx_reply(uctx, udata);
 	if (!ret)
 		return 0;
 	u4k_ctx_detach(uctx);
@@ -269,11 +257,7 @@ static int u4k_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 			ret = -EPERM;
 			goto out;
 		}
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
-		vm_flags_clear(vma, VM_MAYWRITE);
-#else
-		vma->vm_flags &= ~VM_MAYWRITE;
-#endif
+		u4k_vm_flags_clear(vma, VM_MAYWRITE);
 	}
 	/* linear-map memory or MMIO; it stays until mmap_free */
 	if (buf->kind == U4K_BUF_IO)
@@ -310,19 +294,26 @@ static int u4k_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 /* CQ: only the event side lives here; completions are in userspace. */
 
 static int u4k_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-			 struct ib_udata *udata)
+			 u4k_create_cq_arg *arg)
 {
+	struct ib_udata *udata = u4k_create_cq_udata(arg);
 	struct u4k_cq *cq = container_of(ibcq, struct u4k_cq, ibcq);
 	struct u4k_dev *dev = to_u4k_dev(ibcq->device);
 	struct u4k_ucontext *uctx;
 	unsigned long flags;
 
-	if (!udata)
-		return -EOPNOTSUPP;
+	int ret;
+
 	if (attr->flags || attr->cqe < 1 || attr->cqe > U4V_MAX_CQE)
 		return -EINVAL;
 	if (u4k_take(&dev->nr_cq, U4V_MAX_CQ))
 		return -ENOMEM;
+	if (!udata) {
+		ret = u4k_kcq_create(cq, attr);
+		if (ret)
+			atomic_dec(&dev->nr_cq);
+		return ret;
+	}
 	uctx = rdma_udata_to_drv_context(udata, struct u4k_ucontext, ibuc);
 	ibcq->cqe = attr->cqe;
 	cq->uctx = uctx;
@@ -337,22 +328,30 @@ static int u4k_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	struct u4k_cq *cq = container_of(ibcq, struct u4k_cq, ibcq);
 	unsigned long flags;
 
-	spin_lock_irqsave(&cq->uctx->cq_lock, flags);
-	list_del(&cq->node);
-	spin_unlock_irqrestore(&cq->uctx->cq_lock, flags);
+	if (cq->uctx) {
+		spin_lock_irqsave(&cq->uctx->cq_lock, flags);
+		list_del(&cq->node);
+		spin_unlock_irqrestore(&cq->uctx->cq_lock, flags);
+	} else {
+		u4k_kcq_destroy(cq);
+	}
 	atomic_dec(&to_u4k_dev(ibcq->device)->nr_cq);
 	return 0;
 }
 
 static int u4k_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags f)
 {
-	WRITE_ONCE(container_of(ibcq, struct u4k_cq, ibcq)->armed, true);
+	struct u4k_cq *cq = container_of(ibcq, struct u4k_cq, ibcq);
+
+	if (!cq->uctx)
+		return u4k_kcq_arm(cq, f);
+	WRITE_ONCE(cq->armed, true);
 	return 0;
 }
 
 static int u4k_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc)
 {
-	return 0; /* completions live in the process */
+	return u4k_kcq_poll(container_of(ibcq, struct u4k_cq, ibcq), n, wc);
 }
 
 /* An RX interrupt on a channel of uctx: fire every armed CQ once. */
@@ -378,7 +377,7 @@ static int u4k_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	int qpn;
 
 	if (!udata)
-		return -EOPNOTSUPP;
+		return u4k_gsi_create_qp(qp, init);
 	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
 	    init->qp_type != IB_QPT_UD)
 		return -EOPNOTSUPP;
@@ -427,22 +426,53 @@ static int u4k_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct u4k_dev *dev = to_u4k_dev(ibqp->device);
 
+	if (ibqp->qp_type == IB_QPT_GSI) {
+		u4k_gsi_destroy_qp(container_of(ibqp, struct u4k_qp, ibqp));
+		return 0;
+	}
 	ida_free(&dev->qpn_ida, ibqp->qp_num);
 	atomic_dec(&dev->nr_qp);
 	return 0;
 }
 
+/* Cross-cable counters: rdma statistic, sysfs ports/1/hw_counters. */
+
+static const struct rdma_stat_desc u4k_stat_descs[U4K_NR_STATS] = {
+	[U4K_STAT_TX_FRAMES] = { .name = "cable_tx_frames" },
+	[U4K_STAT_TX_BYTES] = { .name = "cable_tx_bytes" },
+	[U4K_STAT_RX_FRAMES] = { .name = "cable_rx_frames" },
+	[U4K_STAT_RX_BYTES] = { .name = "cable_rx_bytes" },
+};
+
+static struct rdma_hw_stats *u4k_alloc_hw_port_stats(struct ib_device *ibdev,
+						     u32 port)
+{
+	return rdma_alloc_hw_stats_struct(u4k_stat_descs, U4K_NR_STATS,
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+static int u4k_get_hw_stats(struct ib_device *ibdev,
+			    struct rdma_hw_stats *stats, u32 port, int index)
+{
+	struct u4k_cable *cable = to_u4k_dev(ibdev)->cable;
+	int i;
+
+	for (i = 0; i < U4K_NR_STATS; i++)
+		stats->value[i] = atomic64_read(&cable->stats[i]);
+	return U4K_NR_STATS;
+}
+
 /* MR bookkeeping: keys and bounds only, nothing pinned. */
 
-static struct ib_mr *u4k_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
-				     u64 virt, int access,
-				     struct ib_udata *udata)
+/*
+ * Also the DMA MR of kernel consumers, whose buffers the GSI QP reaches by
+ * address (gsi.c); ib_core asks for get_dma_mr before it lets them in.
+ */
+static struct ib_mr *u4k_get_dma_mr(struct ib_pd *pd, int access)
 {
 	struct u4k_dev *dev = to_u4k_dev(pd->device);
 	struct ib_mr *mr;
 
-	if (!length || start + length < start)
-		return ERR_PTR(-EINVAL);
 	if (u4k_take(&dev->nr_mr, U4V_MAX_MR))
 		return ERR_PTR(-ENOMEM);
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
@@ -452,6 +482,20 @@ static struct ib_mr *u4k_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
 	}
 	mr->lkey = (u32)atomic_inc_return(&dev->mr_key) << 8;
 	mr->rkey = mr->lkey;
+	return mr;
+}
+
+static struct ib_mr *u4k_reg_user_mr(struct ib_pd *pd, u64 start, u64 length,
+				     u64 virt, int access,
+				     U4K_REG_USER_MR_DMAH struct ib_udata *udata)
+{
+	struct ib_mr *mr;
+
+	if (!length || start + length < start)
+		return ERR_PTR(-EINVAL);
+	mr = u4k_get_dma_mr(pd, access);
+	if (IS_ERR(mr))
+		return mr;
 	mr->iova = virt;
 	mr->length = length;
 	return mr;
@@ -553,6 +597,7 @@ static const struct ib_device_ops u4k_dev_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = 1, /* sysfs abi_version, not U4V_ABI_VERSION */
 
+	.alloc_hw_port_stats = u4k_alloc_hw_port_stats,
 	.alloc_pd = u4k_alloc_pd,
 	.alloc_ucontext = u4k_alloc_ucontext,
 	.create_cq = u4k_create_cq,
@@ -564,13 +609,15 @@ static const struct ib_device_ops u4k_dev_ops = {
 	.destroy_qp = u4k_destroy_qp,
 	.disassociate_ucontext = u4k_disassociate_ucontext,
 	.get_dev_fw_str = u4k_get_dev_fw_str,
+	.get_dma_mr = u4k_get_dma_mr,
+	.get_hw_stats = u4k_get_hw_stats,
+	.get_link_layer = u4k_get_link_layer,
 	.get_port_immutable = u4k_get_port_immutable,
 	.mmap = u4k_mmap,
 	.mmap_free = u4k_mmap_free,
 	.modify_qp = u4k_modify_qp,
 	.poll_cq = u4k_poll_cq,
 	.query_device = u4k_query_device,
-	.query_gid = u4k_query_gid,
 	.query_pkey = u4k_query_pkey,
 	.query_port = u4k_query_port,
 	.query_qp = u4k_query_qp,
@@ -606,18 +653,24 @@ struct u4k_dev *u4k_dev_add(struct u4k_cable *cable, struct device *dma_dev,
 	/* sysfs device/: the NHI (soft cable: its platform device) */
 	dev->ibdev.dev.parent = dma_dev;
 	ib_set_device_ops(&dev->ibdev, &u4k_dev_ops);
-	ret = ib_register_device(&dev->ibdev, "usb4v%d", dma_dev);
+	ib_set_device_ops(&dev->ibdev, &u4k_gsi_ops);
+	u4k_gsi_init(dev);
+	/* no DMA device for ib_core: kernel consumers' buffers by address */
+	ret = ib_register_device(&dev->ibdev, "usb4v%d", NULL);
 	if (ret) {
 		ib_dealloc_device(&dev->ibdev);
 		return ERR_PTR(ret);
 	}
+	u4k_netdev_add(dev);
 	return dev;
 }
 
 /* Unplug / unload: applications holding the device are disassociated. */
 void u4k_dev_remove(struct u4k_dev *dev)
 {
+	u4k_netdev_del(dev);
 	ib_unregister_device(&dev->ibdev);
+	u4k_gsi_stop(dev);
 	ida_destroy(&dev->qpn_ida);
 	ib_dealloc_device(&dev->ibdev);
 }

@@ -21,10 +21,22 @@ unsigned int u4k_soft_channels = 16;
 module_param_named(soft_channels, u4k_soft_channels, uint, 0444);
 MODULE_PARM_DESC(soft_channels, "Channel budget of the soft cable");
 
+char *u4k_soft_netdevs[2];
+int u4k_nr_soft_netdevs;
+module_param_array_named(soft_netdevs, u4k_soft_netdevs, charp,
+			 &u4k_nr_soft_netdevs, 0444);
+MODULE_PARM_DESC(soft_netdevs,
+		 "Net devices of the soft cable's ends (NAME0,NAME1): their addresses are the ends' GIDs");
+
 unsigned int u4k_tb_channels = 1;
 module_param_named(tb_channels, u4k_tb_channels, uint, 0444);
 MODULE_PARM_DESC(tb_channels,
 		 "Channel budget per Thunderbolt peer (DMA tunnels, ring pairs)");
+
+unsigned int u4k_tb_timeout_ms = 1000;
+module_param_named(tb_timeout_ms, u4k_tb_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(tb_timeout_ms,
+		 "XDomain request timeout and login retry period, ms");
 
 bool u4k_allow_direct;
 module_param_named(allow_direct, u4k_allow_direct, bool, 0444);
@@ -73,7 +85,7 @@ void u4k_cable_publish(struct u4k_cable *cable)
 		WRITE_ONCE(c->status->alive_mask, alive);
 		WRITE_ONCE(c->status->cable_up, cable->up);
 		if (c->evfd)
-			eventfd_signal(c->evfd, 1);
+			u4k_eventfd_signal(c->evfd);
 	}
 }
 
@@ -96,12 +108,18 @@ static int __init u4k_init(void)
 		pr_err(U4K_DRV_NAME ": ring_depth must be a power of two in 16..1024\n");
 		return -EINVAL;
 	}
-	ret = u4k_tb_init();
-	if (ret || !soft_cable)
-		return ret;
-	ret = u4k_soft_cable_create();
+	ret = u4k_netdev_init();
 	if (ret)
-		u4k_tb_exit();
+		return ret;
+	ret = u4k_tb_init();
+	if (ret)
+		goto err_tb;
+	ret = soft_cable ? u4k_soft_cable_create() : 0;
+	if (!ret)
+		return 0;
+	u4k_tb_exit();
+err_tb:
+	u4k_netdev_exit();
 	return ret;
 }
 
@@ -109,6 +127,7 @@ static void __exit u4k_exit(void)
 {
 	u4k_soft_cable_destroy();
 	u4k_tb_exit();
+	u4k_netdev_exit();
 }
 
 module_init(u4k_init);

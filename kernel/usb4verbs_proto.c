@@ -112,6 +112,7 @@ static int u4k_proto_open(struct u4k_cable *cable, u32 a, u32 b)
 			     .depth = u4k_ring_depth };
 	const struct u4k_cable_ops *ops = cable->ops;
 	struct u4k_ucontext *x = cable->ctx[a];
+	bool joined = false; /* end 1 has, or may have, joined */
 	struct u4k_half *h;
 	int ret;
 
@@ -131,18 +132,22 @@ static int u4k_proto_open(struct u4k_cable *cable, u32 a, u32 b)
 	ret = ops->chan_open ? ops->chan_open(h, &m) : 0;
 	if (!ret) {
 		cable->opening = h;
-		ret = ops->send(cable, &m) ?: m.status;
+		ret = ops->send(cable, &m);
+		/* no answer (lost, late, scrambled): it may have joined */
+		joined = ret;
+		ret = ret ?: m.status;
 		cable->opening = NULL;
 	}
 	if (!ret && ops->chan_connect) {
 		ret = ops->chan_connect(h, &m);
-		if (ret) {
-			/* end 1 joined: make it forget the channel */
+		joined = ret;
+	}
+	if (ret) {
+		/* end 1 forgets what it may hold of the channel */
+		if (joined) {
 			m.type = U4K_MSG_CLOSE;
 			ops->send(cable, &m);
 		}
-	}
-	if (ret) {
 		u4k_half_kill(h);
 		return ret;
 	}
@@ -161,6 +166,13 @@ static int u4k_proto_join(struct u4k_cable *cable, struct u4k_msg *m)
 		return -EHOSTUNREACH;
 	if (m->depth != u4k_ring_depth)
 		return -EINVAL;
+	/*
+	 * End 0 opens only a channel it has no live half of: ours is left
+	 * from an OPEN whose answer it never got (nor our CLOSE). It goes.
+	 */
+	h = y->halves[m->a];
+	if (h && !u4k_half_stale(h))
+		u4k_half_gone(h);
 	if (cable->nr_channels >= cable->max_channels)
 		return -ENOSPC;
 	h = cable->ops->chan_join(cable, y, m);
@@ -183,6 +195,9 @@ static void u4k_proto_forget(struct u4k_cable *cable, u32 local, u32 remote)
 /* The other end's live set changed: channels to those who left go. */
 static void u4k_proto_mask(struct u4k_cable *cable, struct u4k_msg *m)
 {
+	/* the other end's ids: it has no say about ours */
+	u64 theirs = cable->end ? GENMASK_ULL(U4K_CTX_PER_END - 1, 0) :
+				  GENMASK_ULL(U4V_MAX_CTX - 1, U4K_CTX_PER_END);
 	u64 left;
 	u32 i, j;
 
@@ -190,7 +205,7 @@ static void u4k_proto_mask(struct u4k_cable *cable, struct u4k_msg *m)
 		return; /* an older MASK overtaken by a newer one */
 	cable->remote_seq = m->seq;
 	left = cable->remote_mask & ~m->mask;
-	cable->remote_mask = m->mask;
+	cable->remote_mask = m->mask & theirs;
 	for (j = 0; j < U4V_MAX_CTX; j++)
 		if (left & BIT_ULL(j))
 			for (i = 0; i < U4V_MAX_CTX; i++)

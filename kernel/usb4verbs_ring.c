@@ -117,7 +117,13 @@ static int u4k_half_init(struct u4k_half *h, struct u4k_chan *chan,
 	u32 i, depth = u4k_ring_depth;
 	size_t ring = depth * sizeof(struct u4v_desc);
 	size_t pool = (size_t)depth * U4V_FRAME_SIZE;
-	bool direct = owner->direct;
+	/*
+	 * The NHI's register pages (no kva) have no slot for a channel within
+	 * this end (loopback, self): it takes the safe doorbell instead.
+	 */
+	bool direct = owner->direct &&
+		      (owner->db[0]->kva ||
+		       u4k_ctx_end(remote) != u4k_cable_of(owner)->end);
 	/* by enum u4v_chan_map; direct mode has no shadow ring */
 	const size_t size[] = { ring, ring, direct ? 0 :
 				depth * sizeof(struct u4v_shadow_desc),
@@ -195,6 +201,9 @@ void u4k_half_gone(struct u4k_half *h)
 }
 
 /* Under cable->lock: a half of its owner's is no longer wanted. */
+static void u4k_half_reap(struct u4k_half *h);
+static void u4k_rx_count(struct u4k_half *h, u32 n);
+
 void u4k_half_kill(struct u4k_half *h)
 {
 	struct u4k_chan *chan = h->chan;
@@ -202,6 +211,11 @@ void u4k_half_kill(struct u4k_half *h)
 	bool free_it;
 
 	mutex_lock(&chan->lock);
+	/* frames delivered but never given back crossed the cable too */
+	if (!h->direct && !h->dead) {
+		u4k_half_reap(h);
+		u4k_rx_count(h, h->rx_done - h->rx_rel);
+	}
 	h->dead = true;
 	h->uctx = NULL;
 	/* a live peer half (loopback, soft cable) is stale from now on */
@@ -263,7 +277,7 @@ void u4k_half_install(struct u4k_ucontext *uctx, struct u4k_half *h,
 	list_add_tail(&h->pending, &uctx->pending_chans);
 	WRITE_ONCE(uctx->status->chan_gen, uctx->status->chan_gen + 1);
 	if (uctx->evfd)
-		eventfd_signal(uctx->evfd, 1);
+		u4k_eventfd_signal(uctx->evfd);
 }
 
 /* A channel with one half, owner's, to context remote (not installed). */
@@ -384,9 +398,25 @@ void u4k_half_wake(struct u4k_half *h, bool rx)
 		WRITE_ONCE(uctx->status->rx_events,
 			   uctx->status->rx_events + 1);
 	if (uctx->evfd)
-		eventfd_signal(uctx->evfd, 1);
+		u4k_eventfd_signal(uctx->evfd);
 	if (rx)
 		u4k_ctx_signal_cqs(uctx);
+}
+
+/*
+ * Frames that crossed the cable, counted where the kernel sees them: on the
+ * safe-mode doorbell (direct mode bypasses the kernel). Under chan->lock.
+ */
+static void u4k_half_count(struct u4k_half *h, enum u4k_stat frames, u32 n,
+			   u64 bytes)
+{
+	atomic64_t *stats;
+
+	if (h->chan->loopback || h->direct)
+		return;
+	stats = u4k_cable_of(h->uctx)->stats;
+	atomic64_add(n, &stats[frames]);
+	atomic64_add(bytes, &stats[frames + 1]); /* the bytes follow */
 }
 
 /*
@@ -399,6 +429,7 @@ static int u4k_tx_commit(struct u4k_half *h, u32 tx_prod)
 {
 	u32 i, pos, n = tx_prod - h->tx_prod;
 	struct u4v_shadow_desc s;
+	u64 bytes = 0;
 
 	/* at most depth - 1 positions in flight (full ring rule) */
 	if (n > h->depth - 1 || tx_prod - h->tx_done > h->depth - 1)
@@ -415,9 +446,26 @@ static int u4k_tx_commit(struct u4k_half *h, u32 tx_prod)
 		WRITE_ONCE(h->tx_desc[pos].len_flags,
 			   u4k_desc_pack(s.len, s.sof, s.eof,
 					 U4V_DESC_POSTED | U4V_DESC_INTERRUPT));
+		bytes += s.len;
 	}
 	h->tx_prod = tx_prod;
+	u4k_half_count(h, U4K_STAT_TX_FRAMES, n, bytes);
 	return 0;
+}
+
+/* Count the n delivered RX frames from h->rx_rel on, as received. */
+static void u4k_rx_count(struct u4k_half *h, u32 n)
+{
+	u64 bytes = 0;
+	u32 i, pos;
+
+	for (i = 0; i < n; i++) {
+		/* a delivered frame, as the DMA engine completed it */
+		pos = (h->rx_rel + i) & (h->depth - 1);
+		bytes += (READ_ONCE(h->rx_desc[pos].len_flags) &
+			  U4V_DESC_LEN_MASK) ?: U4V_FRAME_SIZE;
+	}
+	u4k_half_count(h, U4K_STAT_RX_FRAMES, n, bytes);
 }
 
 /* Give RX positions [h->rx_rel, rx_cons) back. Under chan->lock. */
@@ -427,6 +475,7 @@ static int u4k_rx_commit(struct u4k_half *h, u32 rx_cons)
 
 	if (n > h->rx_done - h->rx_rel)
 		return -EINVAL; /* releasing frames not yet delivered */
+	u4k_rx_count(h, n);
 	for (i = 0; i < n; i++) {
 		/* the position depth - 1 ahead becomes postable */
 		pos = (h->rx_rel + i + h->depth - 1) & (h->depth - 1);

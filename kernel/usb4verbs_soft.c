@@ -24,6 +24,7 @@
 #include <linux/delay.h>
 #include <linux/platform_device.h>
 #include <linux/dma-mapping.h>
+#include <linux/netdevice.h>
 
 #include "usb4verbs.h"
 
@@ -129,6 +130,23 @@ static int u4k_soft_send(struct u4k_cable *cable, struct u4k_msg *m)
 	return 0;
 }
 
+/* A MAD for the other end's QP1: a function call, as the channel protocol */
+static void u4k_soft_send_mad(struct u4k_cable *cable, struct u4k_mad *mad)
+{
+	struct u4k_cable *peer = cable->priv;
+
+	if (READ_ONCE(peer->up) && peer->dev)
+		u4k_gsi_recv(peer->dev, mad);
+}
+
+/* An end's net device is the one soft_netdevs names, in any namespace. */
+static bool u4k_soft_netdev_match(struct u4k_cable *cable,
+				  struct net_device *ndev)
+{
+	return (int)cable->end < u4k_nr_soft_netdevs &&
+	       !strcmp(netdev_name(ndev), u4k_soft_netdevs[cable->end]);
+}
+
 /* End 1 joins the channel end 0 is opening: side[1] of the same chan. */
 static struct u4k_half *u4k_soft_join(struct u4k_cable *cable,
 				      struct u4k_ucontext *owner,
@@ -140,6 +158,8 @@ static struct u4k_half *u4k_soft_join(struct u4k_cable *cable,
 static const struct u4k_cable_ops u4k_soft_cable_ops = {
 	.send = u4k_soft_send,
 	.chan_join = u4k_soft_join,
+	.netdev_match = u4k_soft_netdev_match,
+	.send_mad = u4k_soft_send_mad,
 	/* no hardware: the engine moves frames for every channel */
 };
 
@@ -153,6 +173,10 @@ void u4k_soft_cable_destroy(void)
 	for (i = 0; i < 2; i++)
 		if (soft[i])
 			u4k_cable_down(soft[i]);
+	/* no MAD of one end is still on its way into the other */
+	for (i = 0; i < 2; i++)
+		if (soft[i] && soft[i]->dev)
+			u4k_gsi_stop(soft[i]->dev);
 	for (i = 0; i < 2; i++)
 		if (soft[i] && soft[i]->dev)
 			u4k_dev_remove(soft[i]->dev);

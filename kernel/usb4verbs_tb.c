@@ -16,15 +16,13 @@
 #include <linux/workqueue.h>
 #include <linux/pci.h>
 #include <linux/io.h>
+#include <linux/netdevice.h>
 #include <linux/thunderbolt.h>
 
 #include "usb4verbs.h"
 
 #define U4K_TB_KEY "usb4v"
 #define U4K_TB_SVC_ID 1
-#define U4K_TB_PROTO_VER 1
-/* request timeout; retry period of the login and of a lost MASK */
-#define U4K_TB_RETRY_MS 1000
 /* frame PDFs the engine uses: 1 data, 2 control (ACK/NAK) */
 #define U4K_TB_PDF_MASK (BIT(1) | BIT(2))
 /*
@@ -39,37 +37,6 @@ static const uuid_t u4k_tb_proto_uuid =
 	UUID_INIT(0x2d0c6a94, 0x3f4e, 0x4b8e,
 		  0x9a, 0x57, 0x7c, 0x1e, 0x55, 0xb4, 0xa0, 0x01);
 
-/* Own copy of the XDomain header layout (private in 6.1). */
-struct u4k_tb_hdr {
-	u32 route_hi;
-	u32 route_lo;
-	u32 length_sn;
-	uuid_t proto;
-	uuid_t initiator;
-	uuid_t target;
-	u32 type;
-	u32 command;
-};
-
-#define U4K_TB_LEN_MASK GENMASK(5, 0)
-
-/*
- * Every packet of ours is a header and one struct u4k_msg, whose type is
- * also the header's: the channel protocol's, or LOGIN (version, depth) and
- * LOGOUT between the shims. A response has the request's type with
- * U4K_TB_RESP set, and its command.
- */
-enum {
-	U4K_TB_LOGIN = 0x10,
-	U4K_TB_LOGOUT,
-	U4K_TB_RESP = 0x100,
-};
-
-struct u4k_tb_pkt {
-	struct u4k_tb_hdr hdr;
-	struct u4k_msg msg;
-};
-
 struct u4k_tb_peer {
 	struct tb_service *svc;
 	struct tb_xdomain *xd;
@@ -82,6 +49,9 @@ struct u4k_tb_peer {
 	struct workqueue_struct *wq; /* requests from the peer, in order */
 	bool logged_in; /* our login was accepted */
 	u32 command;
+	s64 waiting; /* the command whose answer we wait for, or -1 */
+	u32 mad_seq; /* our MADs (gsi.c's work sends them one by one) */
+	struct u4k_mad_rx mad_rx; /* the peer's, put together on wq */
 	struct u4k_cable *cable; /* while logged in */
 };
 
@@ -102,22 +72,25 @@ struct u4k_tb_hw {
 	struct work_struct rx_work;
 };
 
-/* A request from the peer, answered from our workqueue. */
+/* A request or a MAD part from the peer, taken on our workqueue. */
 struct u4k_tb_rx {
 	struct work_struct work;
 	struct u4k_tb_peer *p;
-	struct u4k_tb_pkt req;
+	union {
+		struct u4k_tb_pkt req;
+		struct u4k_tb_mad_pkt mad;
+	} pkt;
 };
 
 static struct tb_property_dir *u4k_tb_dir;
 
 static void u4k_tb_fill_hdr(struct u4k_tb_peer *p, struct u4k_tb_hdr *h,
-			    u32 type, u32 command)
+			    size_t size, u32 type, u32 command)
 {
 	h->route_hi = upper_32_bits(p->xd->route);
 	h->route_lo = lower_32_bits(p->xd->route);
-	h->length_sn = ((sizeof(struct u4k_tb_pkt) - 3 * sizeof(u32)) /
-			sizeof(u32)) & U4K_TB_LEN_MASK;
+	h->length_sn = ((size - 3 * sizeof(u32)) / sizeof(u32)) &
+		       U4K_TB_LEN_MASK;
 	uuid_copy(&h->proto, &u4k_tb_proto_uuid);
 	uuid_copy(&h->initiator, p->xd->local_uuid);
 	uuid_copy(&h->target, p->xd->remote_uuid);
@@ -129,22 +102,23 @@ static void u4k_tb_fill_hdr(struct u4k_tb_peer *p, struct u4k_tb_hdr *h,
 static int u4k_tb_request(struct u4k_tb_peer *p, struct u4k_msg *m)
 {
 	struct u4k_tb_pkt req = { .msg = *m }, resp = {};
+	/*
+	 * End 0 answers a REQ after its OPEN and maybe a CLOSE, each up to
+	 * the timeout: waiting longer, end 1 learns how it ended, and has
+	 * seen that CLOSE before it connects again.
+	 */
+	unsigned int ms = u4k_tb_timeout_ms * (m->type == U4K_MSG_REQ ? 3 : 1);
 	int ret;
 
 	mutex_lock(&p->req_lock);
-	u4k_tb_fill_hdr(p, &req.hdr, m->type, p->command++);
+	u4k_tb_fill_hdr(p, &req.hdr, sizeof(req), m->type, p->command++);
+	WRITE_ONCE(p->waiting, req.hdr.command);
 	ret = tb_xdomain_request(p->xd, &req, sizeof(req),
 				 TB_CFG_PKG_XDOMAIN_RESP, &resp, sizeof(resp),
-				 TB_CFG_PKG_XDOMAIN_RESP, U4K_TB_RETRY_MS);
+				 TB_CFG_PKG_XDOMAIN_RESP, ms);
+	WRITE_ONCE(p->waiting, -1);
 	mutex_unlock(&p->req_lock);
-	if (ret)
-		return ret;
-	/* a late answer to an earlier, timed-out request is not ours */
-	if (resp.hdr.type != (m->type | U4K_TB_RESP) ||
-	    resp.hdr.command != req.hdr.command)
-		return -EPROTO;
-	*m = resp.msg;
-	return 0;
+	return ret ?: u4k_peer_answer(&req.hdr, &resp, m);
 }
 
 static void u4k_tb_respond(struct u4k_tb_peer *p, const struct u4k_tb_hdr *req,
@@ -152,7 +126,8 @@ static void u4k_tb_respond(struct u4k_tb_peer *p, const struct u4k_tb_hdr *req,
 {
 	struct u4k_tb_pkt resp = { .msg = *m };
 
-	u4k_tb_fill_hdr(p, &resp.hdr, req->type | U4K_TB_RESP, req->command);
+	u4k_tb_fill_hdr(p, &resp.hdr, sizeof(resp), req->type | U4K_TB_RESP,
+			req->command);
 	tb_xdomain_response(p->xd, &resp, sizeof(resp),
 			    TB_CFG_PKG_XDOMAIN_RESP);
 }
@@ -167,8 +142,28 @@ static int u4k_tb_send(struct u4k_cable *cable, struct u4k_msg *m)
 	/* a lost live set is sent again (its ids stay quarantined till then) */
 	if (mask && (ret || m->status))
 		schedule_delayed_work(&p->mask_work,
-				      msecs_to_jiffies(U4K_TB_RETRY_MS));
+				      msecs_to_jiffies(u4k_tb_timeout_ms));
 	return ret;
+}
+
+/* A MAD of our QP1 to the peer's, in its two parts. */
+static void u4k_tb_send_mad(struct u4k_cable *cable, struct u4k_mad *mad)
+{
+	struct u4k_tb_peer *p = cable->priv;
+	struct u4k_tb_mad_pkt pkt = {
+		.len = mad->len, .src_qpn = mad->src_qpn,
+		.dst_qpn = mad->dst_qpn, .sgid = mad->sgid, .dgid = mad->dgid,
+	};
+	u32 seq = p->mad_seq++;
+
+	static_assert(sizeof(pkt) <= 252); /* the control channel's limit */
+	for (pkt.part = 0; pkt.part < 2; pkt.part++) {
+		u4k_tb_fill_hdr(p, &pkt.hdr, sizeof(pkt), U4K_TB_MAD, seq);
+		memcpy(pkt.data, mad->data + pkt.part * U4K_TB_MAD_PART,
+		       U4K_TB_MAD_PART);
+		tb_xdomain_response(p->xd, &pkt, sizeof(pkt),
+				    TB_CFG_PKG_XDOMAIN_RESP);
+	}
 }
 
 /* The peer's cable, referenced (NULL when it is not up). */
@@ -184,34 +179,41 @@ static struct u4k_cable *u4k_tb_cable_get(struct u4k_tb_peer *p)
 	return cable;
 }
 
+/* A part of the peer's MAD; under p->lock, the device stays up meanwhile. */
+static void u4k_tb_recv_mad(struct u4k_tb_peer *p,
+			    const struct u4k_tb_mad_pkt *pkt)
+{
+	mutex_lock(&p->lock);
+	if (u4k_peer_mad_part(&p->mad_rx, pkt) && p->cable)
+		u4k_gsi_recv(p->cable->dev, &p->mad_rx.mad);
+	mutex_unlock(&p->lock);
+}
+
 /* A request from the peer's shim, in process context. */
 static void u4k_tb_rx_work(struct work_struct *work)
 {
 	struct u4k_tb_rx *rx = container_of(work, struct u4k_tb_rx, work);
 	struct u4k_tb_peer *p = rx->p;
-	struct u4k_msg *m = &rx->req.msg;
-	struct u4k_cable *cable = u4k_tb_cable_get(p);
+	struct u4k_msg *m = &rx->pkt.req.msg;
+	struct u4k_cable *cable;
 
-	switch (m->type) {
-	case U4K_TB_LOGIN:
-		m->status = m->version != U4K_TB_PROTO_VER ||
-			    m->depth != u4k_ring_depth ? -EPROTO : 0;
-		m->version = U4K_TB_PROTO_VER;
-		/* the peer's shim is (back) here: our login need not wait */
-		if (!m->status && !READ_ONCE(p->logged_in))
-			mod_delayed_work(system_wq, &p->login_work, 0);
+	if (rx->pkt.req.hdr.type == U4K_TB_MAD) {
+		u4k_tb_recv_mad(p, &rx->pkt.mad);
+		kfree(rx);
+		return;
+	}
+	cable = u4k_tb_cable_get(p);
+	switch (u4k_peer_request(cable, READ_ONCE(p->logged_in), m)) {
+	case U4K_PEER_LOGIN:
+		mod_delayed_work(system_wq, &p->login_work, 0);
 		break;
-	case U4K_TB_LOGOUT:
+	case U4K_PEER_DOWN:
 		schedule_work(&p->down_work);
 		break;
-	default:
-		/* not up yet: a MASK is sent again until it gets through */
-		if (cable)
-			u4k_proto_recv(cable, m);
-		else
-			m->status = -ENOLINK;
+	case U4K_PEER_ANSWER:
+		break;
 	}
-	u4k_tb_respond(p, &rx->req.hdr, m);
+	u4k_tb_respond(p, &rx->pkt.req.hdr, m);
 	if (cable)
 		u4k_cable_put(cable);
 	kfree(rx);
@@ -375,6 +377,15 @@ static int u4k_tb_chan_connect(struct u4k_half *h, struct u4k_msg *m)
 	if (ret < 0)
 		return ret;
 	hw->out_hop = ret;
+	/* the peer receives on m->hop only: frames sent on another get lost */
+	if (ret != m->hop)
+		return -EBUSY;
+	/*
+	 * Our rings start at position 0, whatever a direct-mode process that
+	 * used these HopIDs before wrote into their index registers late.
+	 */
+	writel(0, u4k_tb_ring_reg(hw->tx));
+	writel(0, u4k_tb_ring_reg(hw->rx));
 	tb_ring_start(hw->tx);
 	tb_ring_start(hw->rx);
 	hw->started = true;
@@ -411,20 +422,46 @@ static struct u4k_half *u4k_tb_chan_join(struct u4k_cable *cable,
 	return h;
 }
 
+/*
+ * The NHI's device: the parent of its Thunderbolt domain. (struct tb_nhi
+ * holds it as pdev, a PCI device, up to 6.x and as dev, any device, in 7.x;
+ * the domain's parent is the same device in both.)
+ */
+static struct device *u4k_tb_nhi_dev(const struct u4k_tb_peer *p)
+{
+	return p->xd->tb->dev.parent;
+}
+
 /* Direct mode: the NHI's TX or RX ring register page (every ring's). */
 static struct u4k_buf *u4k_tb_db_alloc(struct u4k_ucontext *uctx, int rx)
 {
 	struct u4k_tb_peer *p = uctx->dev->cable->priv;
-	struct u4k_buf *buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	struct device *nhi = u4k_tb_nhi_dev(p);
+	struct u4k_buf *buf;
 
+	if (!dev_is_pci(nhi)) /* its registers are not BAR 0 of a function */
+		return NULL;
+	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
 	if (!buf)
 		return NULL;
 	buf->kind = U4K_BUF_IO;
 	buf->size = PAGE_SIZE;
 	buf->writable = true;
-	buf->dma = pci_resource_start(p->xd->tb->nhi->pdev, 0) +
+	buf->dma = pci_resource_start(to_pci_dev(nhi), 0) +
 		   (rx ? U4K_NHI_REG_RX_RING_BASE : U4K_NHI_REG_TX_RING_BASE);
 	return u4k_buf_insert(uctx, buf) ? NULL : buf;
+}
+
+/* thunderbolt-net's device for this peer: its parent is the peer's service */
+static bool u4k_tb_netdev_match(struct u4k_cable *cable,
+				struct net_device *ndev)
+{
+	struct u4k_tb_peer *p = cable->priv;
+	struct tb_service *svc;
+
+	svc = ndev->dev.parent ? tb_to_service(ndev->dev.parent) : NULL;
+	return svc && !strcmp(svc->key, "network") &&
+	       tb_service_parent(svc) == p->xd;
 }
 
 static const struct u4k_cable_ops u4k_tb_cable_ops = {
@@ -435,6 +472,8 @@ static const struct u4k_cable_ops u4k_tb_cable_ops = {
 	.chan_close = u4k_tb_chan_close,
 	.kick = u4k_tb_kick,
 	.db_alloc = u4k_tb_db_alloc,
+	.netdev_match = u4k_tb_netdev_match,
+	.send_mad = u4k_tb_send_mad,
 };
 
 /* Which end of the cable we are: both hosts agree by comparing UUIDs. */
@@ -457,7 +496,7 @@ static void u4k_tb_up(struct u4k_tb_peer *p)
 		return;
 	p->cable->priv = p;
 	memcpy(&guid, p->xd->local_uuid, sizeof(guid));
-	dev = u4k_dev_add(p->cable, &p->xd->tb->nhi->pdev->dev, guid | 1);
+	dev = u4k_dev_add(p->cable, u4k_tb_nhi_dev(p), guid | 1);
 	if (IS_ERR(dev)) {
 		u4k_cable_put(p->cable);
 		p->cable = NULL;
@@ -502,7 +541,8 @@ static void u4k_tb_down_work(struct work_struct *work)
 	mutex_lock(&p->lock);
 	u4k_tb_down(p);
 	WRITE_ONCE(p->logged_in, false);
-	schedule_delayed_work(&p->login_work, msecs_to_jiffies(U4K_TB_RETRY_MS));
+	schedule_delayed_work(&p->login_work,
+			      msecs_to_jiffies(u4k_tb_timeout_ms));
 	mutex_unlock(&p->lock);
 }
 
@@ -517,12 +557,13 @@ static void u4k_tb_login_work(struct work_struct *work)
 	if (ret) {
 		/* it publishes our service, so its shim will answer */
 		schedule_delayed_work(&p->login_work,
-				      msecs_to_jiffies(U4K_TB_RETRY_MS));
+				      msecs_to_jiffies(u4k_tb_timeout_ms));
 		return;
 	}
-	if (m.status || m.version != U4K_TB_PROTO_VER) {
+	ret = u4k_peer_login_answer(&m);
+	if (ret) {
 		dev_warn(&p->svc->dev, "peer shim refused the login: %d\n",
-			 m.status);
+			 ret);
 		return;
 	}
 	mutex_lock(&p->lock);
@@ -539,26 +580,35 @@ static void u4k_tb_login_work(struct work_struct *work)
  */
 static int u4k_tb_handle(const void *buf, size_t size, void *data)
 {
-	const struct u4k_tb_pkt *req = buf;
 	struct u4k_tb_peer *p = data;
 	struct u4k_tb_rx *rx;
-	u64 route;
 
-	if (size < sizeof(*req) || (req->hdr.type & U4K_TB_RESP) ||
-	    !uuid_equal(&req->hdr.initiator, p->xd->remote_uuid) ||
-	    !uuid_equal(&req->hdr.target, p->xd->local_uuid))
+	switch (u4k_peer_classify(buf, size, p->xd->local_uuid,
+				  p->xd->remote_uuid, p->xd->route)) {
+	case U4K_PKT_OTHER:
 		return 0;
-	route = ((u64)req->hdr.route_hi << 32 | req->hdr.route_lo) &
-		~BIT_ULL(63);
-	if (route != p->xd->route)
-		return 0;
-	if (req->hdr.type != req->msg.type)
-		return 1; /* malformed: dropped, never taken for an answer */
+	case U4K_PKT_ANSWER:
+		/*
+		 * The core gives an answer to the first request it matches by
+		 * route and protocol: a late one (its request timed out) must
+		 * not answer the request we now wait for. Dropped.
+		 */
+		return ((const struct u4k_tb_hdr *)buf)->command !=
+		       READ_ONCE(p->waiting);
+	case U4K_PKT_BAD:
+		return 1; /* dropped, never taken for an answer */
+	case U4K_PKT_REQUEST:
+		size = sizeof(rx->pkt.req);
+		break;
+	case U4K_PKT_MAD:
+		size = sizeof(rx->pkt.mad);
+		break;
+	}
 	rx = kmalloc(sizeof(*rx), GFP_ATOMIC);
 	if (!rx)
 		return 0;
 	rx->p = p;
-	rx->req = *req;
+	memcpy(&rx->pkt, buf, size);
 	INIT_WORK(&rx->work, u4k_tb_rx_work);
 	queue_work(p->wq, &rx->work);
 	return 1;
@@ -574,6 +624,7 @@ static int u4k_tb_probe(struct tb_service *svc, const struct tb_service_id *id)
 		return -ENOMEM;
 	p->svc = svc;
 	p->xd = tb_service_parent(svc);
+	p->waiting = -1;
 	mutex_init(&p->lock);
 	mutex_init(&p->req_lock);
 	INIT_DELAYED_WORK(&p->login_work, u4k_tb_login_work);
@@ -639,6 +690,10 @@ int u4k_tb_init(void)
 {
 	int ret;
 
+	if (!u4k_tb_timeout_ms || u4k_tb_timeout_ms > 60000) {
+		pr_err(U4K_DRV_NAME ": tb_timeout_ms must be in 1..60000\n");
+		return -EINVAL;
+	}
 	u4k_tb_dir = tb_property_create_dir(&u4k_tb_proto_uuid);
 	if (!u4k_tb_dir)
 		return -ENOMEM;

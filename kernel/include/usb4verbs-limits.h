@@ -21,6 +21,7 @@
 #define U4V_MAX_CQ 4096u
 #define U4V_MAX_CQE (1u << 20)
 #define U4V_MAX_MR 65536u
+#define U4V_MAX_MW 65536u /* memory windows, type 1 and 2B */
 #define U4V_MAX_MR_SIZE (1ull << 40)
 #define U4V_MAX_PD 4096u
 #define U4V_MAX_QP_RD_ATOM 16u
