@@ -7,7 +7,9 @@
  *   ctx->progress_lock  one thread at a time runs RX / timers / pending TX
  *                       (try-locked; destroy paths take it fully)
  *   qp->lock            the QP's send/receive state
- *   srq->lock, peer->tx_lock, cq->lock   leaves: never take another lock
+ *   srq->lock, peer->tx_lock, cq->lock, mw_lock
+ *                       leaves: never take another lock (dereg_mr takes
+ *                       mw_lock inside obj_lock)
  * post_send takes qp->lock then peer->tx_lock; it never needs progress_lock.
  */
 #ifndef U4V_ENGINE_INT_H
@@ -18,12 +20,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <usb4verbs/engine.h>
 #include <usb4verbs/link.h>
 
 #include "frag/frag.h"
 #include "rel/holes.h"
+#include "wire/opcode.h"
 #include "wire/wire.h"
 
 #define container_of(ptr, type, member)                                       \
@@ -36,6 +40,7 @@
 #define U4V_UD_PARTIALS 8u   /* UD messages in reassembly per QP */
 #define U4V_DUP_ACK_THRESH 3 /* duplicate ACKs that trigger a resend */
 #define U4V_ACK_EVERY 32u    /* frames between coalesced ACKs */
+#define U4V_BUSY_WAITS 16u   /* ACK timeouts not counted in a row (req.c) */
 /*
  * Response jobs a responder keeps: max_dest_rd_atomic new READs and
  * atomics, plus replays of responses a requester asks for again: one per
@@ -56,6 +61,9 @@ struct u4v_peer {
 	uint32_t tx_posted; /* frames posted since the last doorbell */
 	/* QPs waiting for TX space on this channel */
 	struct u4v_qp *pending_head, *pending_tail;
+	uint64_t rx_seen;  /* frames taken from the channel (progress_lock) */
+	uint64_t tx_total; /* frames handed to the TX ring (tx_lock) */
+	uint32_t tx_depth; /* the most TX slots ever found free: the ring */
 };
 
 struct u4v_ctx {
@@ -63,6 +71,7 @@ struct u4v_ctx {
 	const struct u4l_ops *ops;
 	uint32_t ctx_id;
 	uint64_t node_guid;
+	uint32_t gid_tbl_len;
 	int async_fd;
 	struct u4l_counters *cnt;
 
@@ -74,12 +83,17 @@ struct u4v_ctx {
 	struct u4v_qp **qps; /* by QPN index */
 	uint32_t nqps_slots;
 	uint32_t nqps;
-	uint32_t ncq, npd, nsrq, nmr, nah;
+	uint32_t ncq, npd, nsrq, nmr, nah, nmw;
 
-	/* memory keys: index in the low 16 bits, random tag above */
+	/* memory keys (U4V_KEY_*): MRs and MWs by index */
 	struct u4v_mr **mrs;
-	uint32_t nmr_slots;
+	uint32_t nmr_slots, mr_hint;
 	uint64_t key_seed;
+	struct u4v_mw **mws;
+	uint32_t mw_hint;
+	/* memory windows' bound state and MRs' window counts; a leaf, or
+	 * taken inside obj_lock (deregistration) */
+	pthread_mutex_t mw_lock;
 
 	/* progress thread */
 	pthread_t thread;
@@ -89,9 +103,13 @@ struct u4v_ctx {
 	atomic_bool stop;
 	_Atomic uint64_t app_poll_ns; /* last time an application polled */
 	atomic_uint held_qps;	      /* QPs holding frames for a receive */
+	atomic_bool app_called;	      /* a verbs call since the thread looked */
+	atomic_bool rx_covered;	      /* link's rx_covered(), as last set */
+	_Atomic uint64_t thread_wake_by; /* the thread's wait() ends by then */
 	atomic_uint nap_seq;	      /* futex: ends the thread's nap */
 	atomic_int napping;
 	uint64_t next_timer_ns;	      /* earliest QP timer deadline */
+	uint64_t ack_hold_due;	      /* earliest held ACK's (0: none) */
 	uint64_t spin_ns;	      /* thread polls this long after a frame */
 };
 
@@ -100,6 +118,28 @@ struct u4v_pd {
 	atomic_int refs; /* MRs, QPs, SRQs, AHs using it */
 };
 
+/*
+ * A memory key: the consumer-owned key in the low 8 bits (what
+ * ibv_inc_rkey steps), the object's index above it, a bit that says memory
+ * window, and a random tag fixed per object.
+ */
+#define U4V_KEY_BITS 8
+#define U4V_KEY_MASK 0xffu
+#define U4V_KEY_INDEX_MASK 0x1ffffu /* after >> U4V_KEY_BITS: 1..65536 */
+#define U4V_KEY_MW (1u << 25)
+#define U4V_KEY_TAG_MASK 0xfc000000u
+static inline uint32_t u4v_key_index(uint32_t key)
+{
+	return (key >> U4V_KEY_BITS) & U4V_KEY_INDEX_MASK;
+}
+
+/* Is [addr, addr + len) inside [start, start + length)? (no overflow) */
+static inline bool u4v_in_range(uint64_t start, uint64_t length,
+				uint64_t addr, uint64_t len)
+{
+	return addr >= start && len <= length && addr - start <= length - len;
+}
+
 struct u4v_mr {
 	struct u4v_pd *pd;
 	uint64_t addr;
@@ -107,12 +147,31 @@ struct u4v_mr {
 	int access;
 	uint32_t lkey, rkey;
 	uint32_t index;
+	uint32_t nmw; /* windows bound to it (under ctx->mw_lock) */
+};
+
+/* A memory window; the provider hands &mw->ibv to the application. */
+struct u4v_mw {
+	struct ibv_mw ibv; /* must stay first: found again from ibv_mw */
+	struct u4v_pd *pd;
+	enum ibv_mw_type type;
+	uint32_t index;
+	uint32_t key_base; /* its keys without the key bits: fixed */
+	/* under ctx->mw_lock */
+	uint32_t rkey;
+	bool bound;
+	struct u4v_mr *mr; /* counted in mr->nmw while bound */
+	uint64_t addr, length;
+	int access;
+	uint32_t qpn; /* type 2: the QP it was bound through */
 };
 
 struct u4v_cq {
 	struct u4v_ctx *ctx;
 	pthread_mutex_t lock;
 	struct ibv_wc *ring;
+	struct u4v_cq_ts *ts; /* beside ring, when timestamps were asked */
+	unsigned int ts_clocks;
 	uint32_t size; /* entries the ring holds */
 	uint32_t head, count;
 	bool overflowed;
@@ -161,13 +220,18 @@ struct u4v_swqe {
 	uint32_t imm;
 	uint64_t remote_addr;
 	uint32_t rkey;
-	uint64_t compare_add, swap;
+	uint64_t compare, swap_add; /* as the ATOMETH carries them */
 	uint32_t remote_qpn, remote_qkey, remote_ctx;
-	bool ah_global;
+	const struct u4v_ah *ah; /* UD: lives until the completion */
 	uint64_t length;
 	uint32_t num_sge;
 	struct ibv_sge *sge;	/* points into the QP's SGE array */
 	uint8_t *inline_data;	/* non-NULL: payload copied at post time */
+	/* BIND_MW: the window's key (any key bits) and the bind; rkey above
+	 * is the new key (LOCAL_INV, SEND_WITH_INV: the key to invalidate) */
+	uint32_t bind_mw_key, bind_lkey;
+	uint64_t bind_addr, bind_len;
+	int bind_access;
 	/* requester state */
 	enum u4v_wqe_state state;
 	enum ibv_wc_status status;
@@ -235,6 +299,9 @@ struct u4v_qp {
 	uint32_t retries_left, rnr_left;
 	uint64_t retry_deadline; /* retransmit when passed */
 	uint64_t probe_deadline; /* resend the oldest frame when passed */
+	uint64_t tmo_rx_mark;	 /* peer->rx_seen when the timer started */
+	uint32_t busy_waits;	 /* timeouts not counted: the peer was busy */
+	uint64_t tx_last;	 /* peer->tx_total after its last request */
 	uint64_t rnr_deadline;	 /* hold sending until passed */
 	int dup_acks;
 	uint32_t resend_psn;  /* fast-recovery frame, or resend_none */
@@ -246,6 +313,7 @@ struct u4v_qp {
 	uint32_t epsn;	      /* next expected request PSN */
 	uint32_t msn;
 	bool ack_pending;
+	uint64_t ack_due;     /* a held ACK goes out by then (0: none held) */
 	uint32_t unacked;     /* frames executed since the last ACK */
 	bool nak_sent;	      /* NAK-seq sent for epsn */
 	uint8_t pending_nak;  /* syndrome to send, 0 = none */
@@ -304,6 +372,7 @@ struct u4v_qp {
 
 	/* TX scheduling */
 	bool on_pending;
+	bool tx_turn; /* push_pending() runs it: it may pass those waiting */
 	struct u4v_qp *pending_next;
 	bool in_table;
 	bool in_batch; /* queued for a coalesced ACK */
@@ -317,10 +386,10 @@ struct u4v_qp {
 };
 
 /* READ and atomics: the responder answers with data (RC only). */
+/* Does op wait for a response (READ, atomics: max_rd_atomic applies)? */
 static inline bool u4v_rd_atomic(enum ibv_wr_opcode op)
 {
-	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	return u4w_wr_flags(op) & U4W_WRF_RESPONSE;
 }
 
 static inline struct u4v_swqe *u4v_sq_at(struct u4v_qp *qp, uint32_t idx)
@@ -328,8 +397,16 @@ static inline struct u4v_swqe *u4v_sq_at(struct u4v_qp *qp, uint32_t idx)
 	return &qp->sq[idx & (qp->sq_size - 1)];
 }
 
+/* The PD a QP's receive buffers belong to: its SRQ's, or its own. */
+static inline struct u4v_pd *u4v_rq_pd(const struct u4v_qp *qp)
+{
+	return qp->srq ? qp->srq->pd : qp->pd;
+}
+
 /* ctx.c */
 uint64_t u4v_now(void);
+/* Nanoseconds of a clock (CLOCK_MONOTONIC_RAW: the device clock). */
+uint64_t u4v_clock_ns(clockid_t clock);
 void u4v_mutex_init(pthread_mutex_t *m);
 /* Count one more of a limited object (PDs, CQs, ...); false at the limit. */
 bool u4v_quota_take(struct u4v_ctx *ctx, uint32_t *count, uint32_t max);
@@ -348,33 +425,93 @@ static inline uint32_t u4v_qpn_ctx(uint32_t qpn)
 
 /* mr.c */
 struct u4v_mr *u4v_mr_lookup(struct u4v_ctx *ctx, uint32_t key);
+/* The GRH an AH puts on a UD frame (flag and GRH fields). */
+void u4v_ah_grh(const struct u4v_ah *ah, struct u4w_hdr *h);
+uint32_t u4v_key_random(struct u4v_ctx *ctx);
+/*
+ * A free slot of a key table of max entries (index 0 unused), searched from
+ * after the last one taken; 0 when it is full. Caller holds obj_lock.
+ */
+#define u4v_key_slot(table, max, hint)                                         \
+	({                                                                     \
+		uint32_t n_, idx_ = *(hint), found_ = 0;                       \
+		for (n_ = 0; n_ < (max) && !found_; n_++) {                    \
+			idx_ = idx_ % (max) + 1;                               \
+			if (!(table)[idx_])                                    \
+				found_ = *(hint) = idx_;                       \
+		}                                                              \
+		found_;                                                        \
+	})
 /* Check [addr, addr+len) against an MR for access; 0 or an ibv_wc_status. */
 enum ibv_wc_status u4v_mr_check_local(struct u4v_pd *pd, uint32_t lkey,
 				      uint64_t addr, uint64_t len,
 				      int access);
-enum ibv_wc_status u4v_mr_check_remote(struct u4v_pd *pd, uint32_t rkey,
+/*
+ * Check a remote access through rkey (an MR's or a memory window's) by qp
+ * to [va, va+len); out (may be NULL) gets the MR behind the key.
+ */
+enum ibv_wc_status u4v_mr_check_remote(struct u4v_qp *qp, uint32_t rkey,
 				       uint64_t va, uint64_t len, int access,
 				       struct u4v_mr **out);
-/* Copy between an SGE list (offset into it) and a flat buffer. */
-void u4v_sge_copy_out(const struct ibv_sge *sge, uint32_t nsge, uint64_t off,
-		      void *dst, uint32_t len);
-void u4v_sge_copy_in(const struct ibv_sge *sge, uint32_t nsge, uint64_t off,
-		     const void *src, uint32_t len);
+/*
+ * Write len bytes at addr of an MR (already checked for the access) or
+ * make an atomic there; an ODP MR's memory is copied without faulting.
+ * IBV_WC_SUCCESS or IBV_WC_REM_ACCESS_ERR (the memory is not there).
+ */
+enum ibv_wc_status u4v_mr_write(const struct u4v_mr *mr, uint64_t addr,
+				const void *src, uint32_t len);
+enum ibv_wc_status u4v_mr_atomic(const struct u4v_mr *mr, uint64_t addr,
+				 bool cmp_swap, uint64_t compare,
+				 uint64_t swap_add, uint64_t *orig);
+/* odp.c */
+bool u4v_odp_available(void); /* copies that cannot fault work here */
+bool u4v_odp_atomics(void);   /* and pages can be populated writable */
+int u4v_odp_read(void *dst, uint64_t src, size_t len);	      /* 0/EFAULT */
+int u4v_odp_write(uint64_t dst, const void *src, size_t len); /* 0/EFAULT */
+int u4v_odp_prepare_atomic(uint64_t addr);		      /* 0/EFAULT */
+/* mw.c */
+enum ibv_wc_status u4v_mw_check_remote(struct u4v_qp *qp, uint32_t rkey,
+				       uint64_t va, uint64_t len, int access,
+				       struct u4v_mr **out);
+struct u4v_swqe;
+/* Execute a BIND_MW or LOCAL_INV WQE; its completion status. */
+enum ibv_wc_status u4v_mw_local_op(struct u4v_qp *qp,
+				   const struct u4v_swqe *w);
+/* SEND_WITH_INV at the responder: invalidate rkey for qp; 0 or EINVAL. */
+int u4v_mw_remote_invalidate(struct u4v_qp *qp, uint32_t rkey);
+/* A QP goes away: its type 2 windows are invalidated. */
+void u4v_mw_qp_gone(struct u4v_qp *qp);
+/*
+ * Copy between an SGE list of pd's MRs (from byte off) and a flat buffer,
+ * checking each SGE as it is reached. IBV_WC_SUCCESS or
+ * IBV_WC_LOC_PROT_ERR. Caller holds the QP's lock.
+ */
+enum ibv_wc_status u4v_sge_copy_out(struct u4v_pd *pd,
+				    const struct ibv_sge *sge, uint32_t nsge,
+				    uint64_t off, void *dst, uint32_t len);
+enum ibv_wc_status u4v_sge_copy_in(struct u4v_pd *pd,
+				   const struct ibv_sge *sge, uint32_t nsge,
+				   uint64_t off, const void *src, uint32_t len);
 
 /* cq.c */
 /* Add a completion; false if the CQ overflowed (reported by the CQ). */
 bool u4v_cq_push(struct u4v_cq *cq, const struct ibv_wc *wc, bool solicited);
+/* Drop the completions of QP qpn not polled yet (it went to RESET). */
+void u4v_cq_clean(struct u4v_cq *cq, uint32_t qpn);
 
 /* srq.c / rq */
 int u4v_rq_init(struct u4v_rq *rq, uint32_t size, uint32_t max_sge);
 void u4v_rq_destroy(struct u4v_rq *rq);
-int u4v_rq_post(struct u4v_rq *rq, struct u4v_pd *pd, struct ibv_recv_wr *wr);
+int u4v_rq_post(struct u4v_rq *rq, struct ibv_recv_wr *wr);
 bool u4v_rq_take(struct u4v_rq *rq, struct u4v_rwqe *out,
 		 struct ibv_sge *sges);
 bool u4v_srq_take(struct u4v_srq *srq, struct u4v_rwqe *out,
 		  struct ibv_sge *sges);
 
 /* qp.c */
+/* The QP is in ERR (its completion with error may follow); no flush yet. */
+void u4v_qp_enter_error(struct u4v_qp *qp);
+/* u4v_qp_enter_error, then every outstanding WR completes flushed. */
 void u4v_qp_to_error(struct u4v_qp *qp);
 void u4v_qp_flush(struct u4v_qp *qp);
 
@@ -383,7 +520,6 @@ void u4v_req_push(struct u4v_qp *qp); /* send what the window allows */
 void u4v_req_timer(struct u4v_qp *qp, uint64_t now);
 /* (Re)start the retransmit timer and the loss probe. */
 void u4v_req_arm_timer(struct u4v_qp *qp, uint64_t now);
-void u4v_req_complete_ready(struct u4v_qp *qp);
 struct u4v_swqe *u4v_req_find(struct u4v_qp *qp, uint32_t psn);
 bool u4v_req_resend(struct u4v_qp *qp, uint32_t psn); /* holds tx_lock */
 void u4v_req_rewind(struct u4v_qp *qp, uint32_t psn);
@@ -392,6 +528,10 @@ uint32_t u4v_req_oldest_missing(struct u4v_qp *qp);
 /* qp/comp.c: completer (responses arriving at the requester) */
 void u4v_comp_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 		    const uint8_t *payload);
+/* Complete the finished WQEs at the head of the send queue, in order. */
+void u4v_comp_retire(struct u4v_qp *qp);
+/* Flush the send queue (ERR): the completer's part of u4v_qp_flush. */
+void u4v_comp_flush(struct u4v_qp *qp);
 /* qp/resp.c: responder */
 /*
  * UC and UD have no RNR NAK: a message for a QP whose receive queue is
@@ -407,18 +547,22 @@ bool u4v_resp_frame(struct u4v_qp *qp, struct u4v_peer *peer,
 		    const void *frame, uint32_t len, bool may_hold);
 void u4v_resp_flush_ack(struct u4v_qp *qp);
 void u4v_resp_tx(struct u4v_qp *qp);
+void u4v_send_ack(struct u4v_qp *qp, uint8_t syndrome, uint32_t psn);
+/* qp.c: send an ACK held for the application's answer now */
+void u4v_qp_flush_held_ack(struct u4v_qp *qp);
+/* Is a receive WQE available (own RQ or SRQ)? (also UD's, ud.c) */
+bool u4v_rwqe_ready(struct u4v_qp *qp);
 /* qp/tx.c: framing onto the channel */
 void u4v_qp_tx(struct u4v_qp *qp); /* requests, read responses, ACKs */
-bool u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
-		  const void *payload, uint32_t paylen,
-		  const struct ibv_sge *sge, uint32_t nsge, uint64_t sge_off);
+#define U4V_TX_FULL (-1) /* u4v_tx_frame: the TX ring is full */
+int u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
+		 const void *payload, uint32_t paylen, struct u4v_pd *pd,
+		 const struct ibv_sge *sge, uint32_t nsge, uint64_t sge_off);
 void u4v_tx_doorbell(struct u4v_peer *peer);
-void u4v_send_ack(struct u4v_qp *qp, uint8_t syndrome, uint32_t psn);
-/* ud.c */
+bool u4v_tx_queue_behind(const struct u4v_peer *peer, const struct u4v_qp *qp);
+/* qp/ud.c: UD receive */
 bool u4v_ud_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 		  const uint8_t *payload, bool may_hold);
-/* Is a receive WQE available (own RQ or SRQ)? */
-bool u4v_rwqe_ready(struct u4v_qp *qp);
 /* qp/hold.c: UC/UD frames waiting for a receive WQE */
 bool u4v_hold_push(struct u4v_qp *qp, const void *frame, uint32_t len);
 void u4v_hold_drain(struct u4v_qp *qp);

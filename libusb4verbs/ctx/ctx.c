@@ -22,12 +22,18 @@ void u4v_mutex_init(pthread_mutex_t *m)
 	pthread_mutexattr_destroy(&a);
 }
 
-uint64_t u4v_now(void)
+uint64_t u4v_clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The link's clock: one for the whole engine (the fuzz targets replace it). */
+uint64_t u4v_now(void)
+{
+	return u4l_now_ns();
 }
 
 int u4v_ctx_open(const struct u4v_ctx_attr *attr, struct u4v_ctx **out)
@@ -44,6 +50,7 @@ int u4v_ctx_open(const struct u4v_ctx_attr *attr, struct u4v_ctx **out)
 	ctx->ops = attr->link->ops;
 	ctx->ctx_id = ctx->ops->ctx_id(ctx->link);
 	ctx->node_guid = attr->node_guid;
+	ctx->gid_tbl_len = attr->gid_tbl_len ? attr->gid_tbl_len : 4;
 	ctx->async_fd = attr->async_event_fd;
 	ctx->cnt = ctx->ops->counters(ctx->link);
 	ctx->thread_disabled = attr->no_progress_thread;
@@ -53,6 +60,7 @@ int u4v_ctx_open(const struct u4v_ctx_attr *attr, struct u4v_ctx **out)
 		ctx->spin_ns = strtoull(getenv("USB4V_SPIN_US"), NULL, 10) * 1000;
 	u4v_mutex_init(&ctx->progress_lock);
 	pthread_mutex_init(&ctx->obj_lock, NULL);
+	u4v_mutex_init(&ctx->mw_lock);
 	for (i = 0; i < U4L_MAX_CTX; i++) {
 		u4v_mutex_init(&ctx->peers[i].tx_lock);
 		ctx->peers[i].ops = ctx->ops;
@@ -74,11 +82,13 @@ void u4v_ctx_close(struct u4v_ctx *ctx)
 	u4v_progress_stop(ctx);
 	free(ctx->qps);
 	free(ctx->mrs);
+	free(ctx->mws);
 	for (i = 0; i < U4L_MAX_CTX; i++)
 		pthread_mutex_destroy(&ctx->peers[i].tx_lock);
 	ctx->ops->close(ctx->link);
 	pthread_mutex_destroy(&ctx->progress_lock);
 	pthread_mutex_destroy(&ctx->obj_lock);
+	pthread_mutex_destroy(&ctx->mw_lock);
 	free(ctx);
 }
 
@@ -108,12 +118,14 @@ int u4v_query_device(struct u4v_ctx *ctx, struct ibv_device_attr_ex *out,
 	d->max_qp_wr = U4V_MAX_QP_WR;
 	d->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
 			      IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_PORT_ACTIVE_EVENT |
-			      IBV_DEVICE_N_NOTIFY_CQ;
+			      IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	d->max_sge = U4V_MAX_SGE;
 	d->max_sge_rd = U4V_MAX_SGE;
 	d->max_cq = U4V_MAX_CQ;
 	d->max_cqe = U4V_MAX_CQE;
 	d->max_mr = U4V_MAX_MR;
+	d->max_mw = U4V_MAX_MW;
 	d->max_pd = U4V_MAX_PD;
 	d->max_qp_rd_atom = U4V_MAX_QP_RD_ATOM;
 	d->max_ee_rd_atom = 0;
@@ -128,7 +140,41 @@ int u4v_query_device(struct u4v_ctx *ctx, struct ibv_device_attr_ex *out,
 	d->local_ca_ack_delay = 15;
 	d->phys_port_cnt = 1;
 	a.phys_port_cnt_ex = 1;
+	/* completion timestamps: the device clock counts nanoseconds */
+	a.hca_core_clock = 1000000; /* kHz */
+	a.completion_timestamp_mask = UINT64_MAX;
+	if (u4v_odp_available()) {
+		/* every operation an engine QP type has, on any ODP MR */
+		uint32_t atomic = u4v_odp_atomics() ? IBV_ODP_SUPPORT_ATOMIC : 0;
+
+		a.odp_caps.general_caps = IBV_ODP_SUPPORT |
+					  IBV_ODP_SUPPORT_IMPLICIT;
+		a.odp_caps.per_transport_caps.rc_odp_caps =
+			IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+			IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+			IBV_ODP_SUPPORT_SRQ_RECV | atomic;
+		a.odp_caps.per_transport_caps.uc_odp_caps =
+			IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+			IBV_ODP_SUPPORT_WRITE;
+		a.odp_caps.per_transport_caps.ud_odp_caps =
+			IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+			IBV_ODP_SUPPORT_SRQ_RECV;
+	}
 	memcpy(out, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
+	return 0;
+}
+
+int u4v_query_rt_values(struct u4v_ctx *ctx, struct ibv_values_ex *values)
+{
+	uint64_t ns;
+
+	if (!ctx || !values || (values->comp_mask & ~IBV_VALUES_MASK_RAW_CLOCK))
+		return EINVAL;
+	if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+		ns = u4v_clock_ns(CLOCK_MONOTONIC_RAW);
+		values->raw_clock.tv_sec = (time_t)(ns / 1000000000ull);
+		values->raw_clock.tv_nsec = (long)(ns % 1000000000ull);
+	}
 	return 0;
 }
 
@@ -142,7 +188,7 @@ int u4v_query_port(struct u4v_ctx *ctx, uint8_t port, struct ibv_port_attr *p)
 	p->state = IBV_PORT_ACTIVE;
 	p->max_mtu = U4V_MTU;
 	p->active_mtu = U4V_MTU;
-	p->gid_tbl_len = 4;
+	p->gid_tbl_len = ctx->gid_tbl_len;
 	p->port_cap_flags = 0;
 	p->max_msg_sz = U4V_MAX_MSG_SZ;
 	p->pkey_tbl_len = 1;

@@ -4,10 +4,12 @@
  * coalesced ACKs, push QPs that waited for TX space, run retransmit timers.
  *
  * A passive target (perftest's ib_write_bw server never calls verbs) is
- * served by a per-context thread that sleeps on the link and also wakes on a
- * timer, so that frames completed without a wakeup are still found. While the
- * application itself polls, the thread only naps: it neither competes for
- * frames nor makes senders pay for wake-ups.
+ * served by a per-context thread that sleeps on the link, where the peer's
+ * doorbell wakes it (a futex in the cable's shared memory, an eventfd on
+ * the kernel path), and also wakes on a timer, so that frames completed
+ * without a wake-up are still found. While the application itself polls for
+ * much, the thread only naps: it neither competes for frames nor makes
+ * senders pay for wake-ups.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -21,19 +23,46 @@
 #include "wire/opcode.h"
 
 /*
- * An application that polled a CQ in the last 0.5 ms, and waits
- * for much, moves the context itself: the thread naps until that poll is
- * 0.5 ms old (ended early when a CQ is armed). Shorter naps cost a third
- * of unthrottled bandwidth on a 2-core machine. One that waits for a
- * single send or nothing is watched every WATCH_NS instead.
+ * An application that polled a CQ in the last 0.5 ms, and waits for much,
+ * moves the context itself: the thread naps until that poll is 0.5 ms old
+ * (ended early when a CQ is armed). Shorter naps cost a third of
+ * unthrottled bandwidth on a 2-core machine. One that waits for a single
+ * send or nothing may spin on memory next, so the thread sleeps on the link
+ * instead, woken by the peer's data frames only (the application takes its
+ * ACKs itself) until that poll is 0.5 ms old.
  */
 #define APP_POLL_RECENT_NS 500000ull
-#define WATCH_NS 30000ull	      /* does an idle application poll again? */
 #define THREAD_POLL_NS 2000000ull     /* timer poll for stranded frames */
+/*
+ * Idle: no frame taken and no verbs call for IDLE_NS. Then the timer poll
+ * backs off to IDLE_POLL_NS (each wake-up costs some 20 us of CPU): a
+ * frame that completes without a wake-up after a quiet spell is found by
+ * the next frame that does wake us (an RC requester probes within 1-10
+ * ms) or by that poll.
+ */
+#define IDLE_NS 100000000ull
+#define IDLE_POLL_NS 50000000ull
+/*
+ * An ACK held for the application's answer (ack_may_wait) goes out with
+ * that answer, or with the first pass after ACK_HOLD_NS: the application's
+ * own while it polls, else the thread's (which sleeps no longer than
+ * APP_POLL_RECENT_NS past the application's last poll).
+ */
+#define ACK_HOLD_NS 20000ull
 #define TIMER_SCAN_NS 50000ull	      /* how often retransmit timers run */
+#define RX_DRAIN_ROUNDS 16u	      /* RX budgets taken before a timeout */
+
+void u4v_progress_app_call(struct u4v_ctx *ctx)
+{
+	/* a load first: the line stays shared while the flag is set */
+	if (!atomic_load_explicit(&ctx->app_called, memory_order_relaxed))
+		atomic_store_explicit(&ctx->app_called, true,
+				      memory_order_relaxed);
+}
 
 void u4v_progress_recv_posted(struct u4v_ctx *ctx)
 {
+	u4v_progress_app_call(ctx);
 	/* frames wait for a receive WQE: deliver them now */
 	if (atomic_load_explicit(&ctx->held_qps, memory_order_relaxed))
 		u4v_ctx_progress(ctx);
@@ -54,10 +83,56 @@ static struct u4v_qp *lookup_qp(struct u4v_ctx *ctx, uint32_t qpn)
 	return ctx->qps[idx];
 }
 
+static uint32_t app_cq_work(struct u4v_ctx *ctx);
+
+/*
+ * May the ACKs a batch owes wait for the application's answer? An
+ * application that polled lately and waits for one send or nothing plays
+ * ping-pong (ib_write_lat): it answers the peer's RDMA WRITE with its own
+ * once it has seen the data in memory. Our ACK sent behind that answer
+ * (u4v_qp_tx) lets the peer find the answer placed by the time its own
+ * poll finds the completion the ACK brings, so its application never
+ * spins on memory for data nobody has placed (which takes a wake-up of its
+ * progress thread on a busy core). Held ACK_HOLD_NS at most. Caller holds
+ * progress_lock.
+ */
+static bool ack_may_wait(struct u4v_ctx *ctx, uint64_t now)
+{
+	uint64_t app =
+	    atomic_load_explicit(&ctx->app_poll_ns, memory_order_relaxed);
+
+	return app + APP_POLL_RECENT_NS > now && app_cq_work(ctx) <= 1;
+}
+
 struct rx_batch {
 	struct u4v_qp *touched[U4V_RX_BUDGET];
 	uint32_t ntouched;
+	int hold; /* ack_may_wait(), -1: not asked yet */
+	uint64_t now;
 };
+
+/*
+ * Hold the ACK a request just executed owes (ack_may_wait)? Not inside a
+ * message (the requester's window may wait for it), nor beside READ
+ * responses. A QP modified or destroyed sends it first (qp.c). Before the rest
+ * of the batch runs: an ACK frame in it lets the requester push, and that must
+ * not send our ACK first (u4v_qp_tx).
+ */
+static void hold_ack(struct u4v_ctx *ctx, struct u4v_qp *qp,
+		     struct rx_batch *batch)
+{
+	if (qp->ack_due || qp->type != IBV_QPT_RC || qp->njobs || qp->in_msg)
+		return;
+	if (batch->hold < 0) {
+		batch->now = u4v_now();
+		batch->hold = ack_may_wait(ctx, batch->now);
+	}
+	if (!batch->hold)
+		return;
+	qp->ack_due = batch->now + ACK_HOLD_NS;
+	if (!ctx->ack_hold_due || ctx->ack_hold_due > qp->ack_due)
+		ctx->ack_hold_due = qp->ack_due;
+}
 
 /* A UC/UD frame that waits for a receive WQE is copied aside (qp/hold.c). */
 static void rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
@@ -70,21 +145,20 @@ static void rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
 	const uint8_t *payload;
 
 	if (f->flags & U4L_RX_CRC_ERR) {
-		__atomic_fetch_add(&ctx->cnt->crc_discards, 1,
-				   __ATOMIC_RELAXED);
+		u4l_count(&ctx->cnt->crc_discards, 1);
 		return;
 	}
 	if (u4w_decode(f->buf, f->len, &h)) {
-		__atomic_fetch_add(&ctx->cnt->bad_frames, 1, __ATOMIC_RELAXED);
+		u4l_count(&ctx->cnt->bad_frames, 1);
 		return;
 	}
 	qp = lookup_qp(ctx, h.dst_qpn);
 	info = u4w_opinfo(h.opcode);
 	if (!qp || U4W_TRANSPORT(h.opcode) != u4w_qpt_transport(qp->type)) {
-		__atomic_fetch_add(&ctx->cnt->bad_frames, 1, __ATOMIC_RELAXED);
+		u4l_count(&ctx->cnt->bad_frames, 1);
 		return;
 	}
-	payload = (const uint8_t *)f->buf + u4w_hdr_len(h.opcode);
+	payload = u4w_payload(f->buf, &h);
 	pthread_mutex_lock(&qp->lock);
 	held_before = qp->held_count;
 	if (held_before && (qp->type == IBV_QPT_UD ||
@@ -94,10 +168,12 @@ static void rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		consumed = u4v_ud_frame(qp, &h, payload, true);
 	} else if (qp->peer != peer || h.src_qpn != qp->dest_qpn) {
 		/* not from the QP this one is connected to */
-		__atomic_fetch_add(&ctx->cnt->bad_frames, 1, __ATOMIC_RELAXED);
+		u4l_count(&ctx->cnt->bad_frames, 1);
 	} else if (info->flags & U4W_OPF_REQUEST) {
 		consumed = u4v_resp_frame(qp, peer, &h, payload, f->buf,
 					  f->len, true);
+		if (qp->ack_pending)
+			hold_ack(ctx, qp, batch);
 		if (qp->ack_pending && !qp->in_batch &&
 		    batch->ntouched < U4V_RX_BUDGET) {
 			qp->in_batch = true;
@@ -107,7 +183,7 @@ static void rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		u4v_comp_frame(qp, &h, payload);
 	}
 	if (!consumed && !u4v_hold_push(qp, f->buf, f->len))
-		__atomic_fetch_add(&ctx->cnt->bad_frames, 1, __ATOMIC_RELAXED);
+		u4l_count(&ctx->cnt->bad_frames, 1);
 	pthread_mutex_unlock(&qp->lock);
 }
 
@@ -120,54 +196,96 @@ static unsigned int rx_channel(struct u4v_ctx *ctx, struct u4v_peer *peer)
 	uint32_t i;
 
 	batch.ntouched = 0;
+	batch.hold = -1;
+	batch.now = 0;
 	while (n < U4V_RX_BUDGET && ctx->ops->rx_peek(chan, &f) == 1) {
 		rx_frame(ctx, peer, &f, &batch);
 		if (f.flags & U4L_RX_NOWAKE)
-			__atomic_fetch_add(&ctx->cnt->stranded_rescues, 1,
-					   __ATOMIC_RELAXED);
+			u4l_count(&ctx->cnt->stranded_rescues, 1);
 		ctx->ops->rx_release(chan);
 		n++;
 	}
+	if (n)
+		__atomic_store_n(&peer->rx_seen, peer->rx_seen + n,
+				 __ATOMIC_RELAXED);
 	/* one ACK per QP per batch: coalescing */
 	for (i = 0; i < batch.ntouched; i++) {
 		struct u4v_qp *qp = batch.touched[i];
 
 		pthread_mutex_lock(&qp->lock);
 		qp->in_batch = false;
-		u4v_resp_flush_ack(qp);
+		/* a message begun since, or READ responses: no holding */
+		if (!qp->ack_due || qp->in_msg || qp->njobs)
+			u4v_resp_flush_ack(qp);
 		pthread_mutex_unlock(&qp->lock);
 	}
 	return n;
+}
+
+/* The QP at the head of the channel's wait list, taken off it; or NULL. */
+static struct u4v_qp *pending_pop(struct u4v_peer *peer)
+{
+	struct u4v_qp *qp;
+
+	pthread_mutex_lock(&peer->tx_lock);
+	qp = peer->pending_head;
+	if (qp) {
+		peer->pending_head = qp->pending_next;
+		if (!peer->pending_head)
+			peer->pending_tail = NULL;
+		qp->on_pending = false;
+	}
+	pthread_mutex_unlock(&peer->tx_lock);
+	return qp;
+}
+
+/*
+ * Take frames from a channel: one budget's worth, or with `all` what has
+ * come, bounded by RX_DRAIN_ROUNDS budgets (frames keep coming while the
+ * ring empties: the peer's frames waiting for RX slots move in).
+ */
+static unsigned int rx_peer(struct u4v_ctx *ctx, struct u4v_peer *peer,
+			    bool all)
+{
+	unsigned int n, total = 0, rounds = 0;
+
+	do {
+		n = rx_channel(ctx, peer);
+		total += n;
+	} while (all && n == U4V_RX_BUDGET && ++rounds < RX_DRAIN_ROUNDS);
+	return total;
 }
 
 /*
  * Push the QPs that waited for TX space, one at a time: a QP taken off the
  * list may be queued again at once (by this pass or by a poster), so the
  * list is never walked outside the lock. Bounded by the length at entry.
+ * First the ACKs they owe, each QP back in line behind its ACK: an ACK
+ * held behind other QPs' requests would leave its peer's requester
+ * waiting; then, in order, whatever they have to send (tx_turn lets each
+ * pass those who queued up since).
  */
 static void push_pending(struct u4v_peer *peer)
 {
 	struct u4v_qp *qp, *q;
-	uint32_t n = 0;
+	uint32_t n = 0, i;
 
 	pthread_mutex_lock(&peer->tx_lock);
 	for (q = peer->pending_head; q; q = q->pending_next)
 		n++;
 	pthread_mutex_unlock(&peer->tx_lock);
-	while (n--) {
-		pthread_mutex_lock(&peer->tx_lock);
-		qp = peer->pending_head;
-		if (qp) {
-			peer->pending_head = qp->pending_next;
-			if (!peer->pending_head)
-				peer->pending_tail = NULL;
-			qp->on_pending = false;
-		}
-		pthread_mutex_unlock(&peer->tx_lock);
-		if (!qp)
-			break;
+	for (i = 0; i < n && (qp = pending_pop(peer)); i++) {
 		pthread_mutex_lock(&qp->lock);
+		if (!qp->njobs) /* READ responses wait for their turn */
+			u4v_resp_tx(qp);
+		pthread_mutex_unlock(&qp->lock);
+		u4v_peer_schedule(peer, qp);
+	}
+	for (i = 0; i < n && (qp = pending_pop(peer)); i++) {
+		pthread_mutex_lock(&qp->lock);
+		qp->tx_turn = true;
 		u4v_qp_tx(qp);
+		qp->tx_turn = false;
 		pthread_mutex_unlock(&qp->lock);
 	}
 }
@@ -189,7 +307,7 @@ static void drain_held(struct u4v_ctx *ctx)
 
 static void run_timers(struct u4v_ctx *ctx, uint64_t now)
 {
-	uint64_t next = UINT64_MAX;
+	uint64_t next = UINT64_MAX, next_ack = 0;
 	uint32_t i;
 
 	for (i = 0; i < ctx->nqps_slots; i++) {
@@ -199,6 +317,12 @@ static void run_timers(struct u4v_ctx *ctx, uint64_t now)
 			continue;
 		pthread_mutex_lock(&qp->lock);
 		u4v_req_timer(qp, now);
+		if (qp->ack_due && now >= qp->ack_due) {
+			qp->ack_due = 0;
+			u4v_resp_tx(qp);
+		}
+		if (qp->ack_due && (!next_ack || qp->ack_due < next_ack))
+			next_ack = qp->ack_due;
 		if (qp->retry_deadline && qp->retry_deadline < next)
 			next = qp->retry_deadline;
 		if (qp->probe_deadline && qp->probe_deadline < next)
@@ -208,6 +332,32 @@ static void run_timers(struct u4v_ctx *ctx, uint64_t now)
 		pthread_mutex_unlock(&qp->lock);
 	}
 	ctx->next_timer_ns = next;
+	ctx->ack_hold_due = next_ack;
+}
+
+/*
+ * Do QPs wait in line for a channel whose TX ring has room? (A QP queues
+ * behind those waiting even when the ring is not full, so wait() may not
+ * end for them.)
+ */
+static bool tx_waiting(struct u4v_ctx *ctx)
+{
+	uint32_t i;
+
+	for (i = 0; i < U4L_MAX_CTX; i++) {
+		struct u4v_peer *peer = &ctx->peers[i];
+		bool room = false;
+
+		if (!__atomic_load_n(&peer->pending_head, __ATOMIC_RELAXED))
+			continue;
+		pthread_mutex_lock(&peer->tx_lock);
+		if (peer->pending_head && peer->chan)
+			room = ctx->ops->tx_space(peer->chan) != 0;
+		pthread_mutex_unlock(&peer->tx_lock);
+		if (room)
+			return true;
+	}
+	return false;
 }
 
 /* One pass; returns the number of frames taken. Caller holds progress_lock. */
@@ -215,8 +365,16 @@ static unsigned int progress_locked(struct u4v_ctx *ctx)
 {
 	struct u4l_chan *chan;
 	unsigned int frames = 0;
-	uint64_t now;
+	uint64_t now = u4v_now();
 	uint32_t i;
+	/*
+	 * A timer that is due judges a peer silent only after the frames
+	 * that came from it were taken: on a busy channel the ACK it waits
+	 * for can sit behind a ring of requests. (A deadline passing during
+	 * the pass is judged in the next one, the same way.) Otherwise a pass
+	 * takes at most U4V_RX_BUDGET frames per channel.
+	 */
+	bool due = ctx->next_timer_ns && now >= ctx->next_timer_ns;
 
 	while ((chan = ctx->ops->chan_accept(ctx->link))) {
 		uint32_t remote = ctx->ops->chan_remote(chan);
@@ -231,15 +389,14 @@ static unsigned int progress_locked(struct u4v_ctx *ctx)
 
 		if (!__atomic_load_n(&peer->chan, __ATOMIC_ACQUIRE))
 			continue;
-		frames += rx_channel(ctx, peer);
+		frames += rx_peer(ctx, peer, due);
 		if (peer->pending_head)
 			push_pending(peer);
 	}
 	if (atomic_load_explicit(&ctx->held_qps, memory_order_relaxed))
 		drain_held(ctx);
-	now = u4v_now();
-	if (now - ctx->last_timer_scan >= TIMER_SCAN_NS ||
-	    now >= ctx->next_timer_ns) {
+	if (due || now - ctx->last_timer_scan >= TIMER_SCAN_NS ||
+	    (ctx->ack_hold_due && now >= ctx->ack_hold_due)) {
 		ctx->last_timer_scan = now;
 		run_timers(ctx, now);
 	}
@@ -308,14 +465,55 @@ static void end_nap(struct u4v_ctx *ctx)
 void u4v_progress_app_blocks(struct u4v_ctx *ctx)
 {
 	/* the application is about to sleep on an event: take over now */
+	u4v_progress_cover(ctx, false);
 	atomic_store(&ctx->app_poll_ns, 0);
 	end_nap(ctx);
+}
+
+/*
+ * While the application polls on (perftest's ib_write_lat polls its send
+ * CQ until the peer's ACK, which comes behind the peer's answer, see
+ * ack_may_wait), the peer's frames need wake nobody: its poll takes them.
+ * Once its poll returns work it may spin on memory instead, so frames wake
+ * the thread again. The thread, asleep while covered, wakes no later than
+ * APP_POLL_RECENT_NS after the application's last poll and uncovers when
+ * that poll is old: an application that stops polling without a
+ * completion waits that long at worst for a frame nobody woke for.
+ */
+void u4v_progress_cover(struct u4v_ctx *ctx, bool on)
+{
+	if (!ctx->ops->rx_covered ||
+	    atomic_exchange(&ctx->rx_covered, on) == on)
+		return;
+	ctx->ops->rx_covered(ctx->link, on);
+	/* Dekker with the thread: thread_wake_by, then rx_covered */
+	if (on &&
+	    atomic_load(&ctx->thread_wake_by) > u4v_now() + APP_POLL_RECENT_NS)
+		ctx->ops->kick(ctx->link);
+}
+
+/* The thread sleeps on the link until deadline, bounded while covered. */
+static void thread_wait(struct u4v_ctx *ctx, uint64_t now, uint64_t deadline,
+			bool app_recent)
+{
+	if (!app_recent && ctx->ops->rx_covered) {
+		/* also undoes a cover that raced with an uncover */
+		atomic_store(&ctx->rx_covered, false);
+		ctx->ops->rx_covered(ctx->link, false);
+	}
+	atomic_store(&ctx->thread_wake_by, deadline);
+	if (atomic_load(&ctx->rx_covered) &&
+	    deadline > now + APP_POLL_RECENT_NS)
+		deadline = now + APP_POLL_RECENT_NS;
+	ctx->ops->wait(ctx->link, deadline, app_recent ? U4L_WAIT_DATA : 0);
+	atomic_store(&ctx->thread_wake_by, 0);
 }
 
 static void *progress_thread(void *arg)
 {
 	struct u4v_ctx *ctx = arg;
-	uint64_t last_frame = 0, watched_app = 0;
+	uint64_t last_frame = 0, last_active = 0;
+	uint32_t work = 0; /* the application's outstanding work, last seen */
 
 	/* timed waits should end on time, not 50 us late */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -324,55 +522,74 @@ static void *progress_thread(void *arg)
 		uint64_t app = atomic_load_explicit(&ctx->app_poll_ns,
 						    memory_order_relaxed);
 		uint32_t seq = atomic_load(&ctx->nap_seq);
-		unsigned int frames = 0;
+		unsigned int frames;
 
 		/* app may be a little newer than now: compare without wrap */
 		bool app_recent = app + APP_POLL_RECENT_NS > now;
 
+		/*
+		 * An application waiting for much (a bandwidth run, posted
+		 * receives) moves the context with its polls: nap until that
+		 * poll is old. One waiting for one send or nothing may next
+		 * spin on memory for the peer's RDMA WRITE (ib_write_lat)
+		 * without calling in: the thread sleeps on the link, where the
+		 * peer's doorbell wakes it.
+		 */
 		if (pthread_mutex_trylock(&ctx->progress_lock)) {
-			/* someone moves the context right now: the application? */
-			if (app_recent) {
+			if (app_recent && work > 1) {
 				nap(ctx, app + APP_POLL_RECENT_NS - now, seq);
 				continue;
 			}
-		} else {
-			uint32_t work = app_recent ? app_cq_work(ctx) : 0;
-
 			/*
-			 * An application waiting for much (a bandwidth run,
-			 * posted receives) moves the context with its polls:
-			 * nap until that poll is old. One waiting for one send
-			 * or nothing may next spin on memory for the peer's
-			 * RDMA WRITE (ib_write_lat): look again soon, and
-			 * take over once it has not come back for WATCH_NS.
+			 * The application is in a pass, or was preempted in
+			 * one: wait for it. Spinning would take the core it
+			 * needs; a nap could sleep through the peer's next
+			 * frame.
 			 */
-			if (app_recent && (work || app != watched_app)) {
-				pthread_mutex_unlock(&ctx->progress_lock);
-				if (!work)
-					watched_app = app;
-				nap(ctx, work > 1 ? app + APP_POLL_RECENT_NS - now :
-						    WATCH_NS, seq);
-				continue;
-			}
-			frames = progress_locked(ctx);
-			pthread_mutex_unlock(&ctx->progress_lock);
+			pthread_mutex_lock(&ctx->progress_lock);
 		}
+		work = app_recent ? app_cq_work(ctx) : 0;
+		if (app_recent && work > 1) {
+			pthread_mutex_unlock(&ctx->progress_lock);
+			nap(ctx, app + APP_POLL_RECENT_NS - now, seq);
+			continue;
+		}
+		frames = progress_locked(ctx);
+		pthread_mutex_unlock(&ctx->progress_lock);
 		if (frames) {
-			last_frame = now;
+			last_frame = last_active = now;
 			continue; /* more may be waiting */
 		}
 		/*
 		 * A burst is usually followed by more: polling a little longer
-		 * spares the sender a wake-up system call per doorbell.
+		 * spares the sender a wake-up system call per doorbell. Not
+		 * while the application runs: it would compete for the core.
 		 */
-		if (now - last_frame < ctx->spin_ns) {
+		if (!app_recent && now - last_frame < ctx->spin_ns) {
 			__builtin_ia32_pause();
 			continue;
 		}
-		deadline = now + THREAD_POLL_NS;
+		if (tx_waiting(ctx))
+			continue; /* QPs queued behind others: TX has room */
+		if (atomic_exchange_explicit(&ctx->app_called, false,
+					     memory_order_relaxed) ||
+		    app_recent || atomic_load(&ctx->held_qps))
+			last_active = now;
+		deadline = now + (now - last_active < IDLE_NS ? THREAD_POLL_NS :
+								IDLE_POLL_NS);
 		if (ctx->next_timer_ns < deadline)
 			deadline = ctx->next_timer_ns;
-		ctx->ops->wait(ctx->link, deadline);
+		if (!app_recent && ctx->ack_hold_due &&
+		    ctx->ack_hold_due < deadline)
+			deadline = ctx->ack_hold_due;
+		/*
+		 * An application that polls takes its ACKs itself: only the
+		 * peer's data (an RDMA WRITE it may spin on) needs a wake-up,
+		 * until that poll is old.
+		 */
+		if (app_recent && app + APP_POLL_RECENT_NS < deadline)
+			deadline = app + APP_POLL_RECENT_NS;
+		thread_wait(ctx, now, deadline, app_recent);
 	}
 	return NULL;
 }

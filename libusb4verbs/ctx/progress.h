@@ -13,6 +13,13 @@ bool u4v_progress_try(struct u4v_ctx *ctx);
 /* Start the per-context progress thread (idempotent; first QP does it). */
 int u4v_progress_start(struct u4v_ctx *ctx);
 void u4v_progress_stop(struct u4v_ctx *ctx);
+/* A verbs call (post, poll): the context is not idle. */
+void u4v_progress_app_call(struct u4v_ctx *ctx);
+/*
+ * The application polls on and found nothing (on), or its poll returned
+ * work or it blocks (off): the link need not wake the thread while on.
+ */
+void u4v_progress_cover(struct u4v_ctx *ctx, bool on);
 /* The application is polling: the thread may stay asleep. */
 void u4v_progress_app_poll(struct u4v_ctx *ctx);
 /* The application armed a CQ and may block on its event. */

@@ -28,7 +28,8 @@ void u4f_reorder_clear(struct u4f_reorder *r)
 {
 	uint32_t i;
 
-	if (!r->slots)
+	/* count is exact: every QP reset or flush passes here, mostly empty */
+	if (!r->slots || !r->count)
 		return;
 	for (i = 0; i < r->window; i++) {
 		free(r->slots[i].frame);

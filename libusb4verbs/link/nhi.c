@@ -41,11 +41,6 @@ static uint32_t load_acq(const uint32_t *p)
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
-static void count(uint64_t *c, uint64_t n)
-{
-	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
-}
-
 /* uverbs ioctl on UVERBS_OBJECT_DEVICE with driver attributes. */
 static int nhi_ioctl(int fd, uint16_t method, const struct ib_uverbs_attr *a,
 		     unsigned int n)
@@ -104,7 +99,7 @@ int u4l_nhi_raw_doorbell(struct u4l_dev *dev, uint32_t remote, bool has_tx,
 		a[n++] = attr_u32(U4V_ATTR_DOORBELL_TX_PROD, tx_prod);
 	if (has_rx)
 		a[n++] = attr_u32(U4V_ATTR_DOORBELL_RX_CONS, rx_cons);
-	count(&to_nhi(dev)->syscalls, 1);
+	u4l_count(&to_nhi(dev)->syscalls, 1);
 	return nhi_ioctl(to_nhi(dev)->cmd_fd, U4V_METHOD_DOORBELL, a, n);
 }
 
@@ -122,7 +117,7 @@ static int nhi_chan_get_raw(struct nhi_dev *d, uint32_t remote,
 int u4l_nhi_raw_chan_get(struct u4l_dev *dev, uint32_t remote,
 			 struct u4v_chan_info *info)
 {
-	count(&to_nhi(dev)->syscalls, 1);
+	u4l_count(&to_nhi(dev)->syscalls, 1);
 	return nhi_chan_get_raw(to_nhi(dev), remote, info);
 }
 
@@ -134,9 +129,9 @@ static void nhi_chan_unmap(struct nhi_chan *c)
 	free(c);
 }
 
-/* Map a channel the kernel described. */
-static int nhi_chan_map(struct nhi_dev *d, const struct u4v_chan_info *info,
-			struct nhi_chan **out)
+/* mmap every region the kernel offers for c (direct: descriptors too). */
+static int nhi_chan_mmap(struct nhi_dev *d, struct nhi_chan *c,
+			 const struct u4v_chan_info *info, bool direct)
 {
 	static const int prot[U4V_MAP_NR] = {
 		[U4V_MAP_TX_DESC] = PROT_READ,
@@ -147,8 +142,46 @@ static int nhi_chan_map(struct nhi_dev *d, const struct u4v_chan_info *info,
 		[U4V_MAP_TX_DB] = PROT_READ | PROT_WRITE,
 		[U4V_MAP_RX_DB] = PROT_READ | PROT_WRITE,
 	};
+
+	for (int i = 0; i < U4V_MAP_NR; i++) {
+		void *p;
+
+		if (!info->len[i])
+			continue;
+		p = mmap(NULL, info->len[i],
+			 prot[i] |
+			     (direct && i <= U4V_MAP_RX_DESC ? PROT_WRITE : 0),
+			 MAP_SHARED, d->cmd_fd, (off_t)info->off[i]);
+		if (p == MAP_FAILED)
+			return -errno;
+		c->map[i] = p;
+		c->len[i] = info->len[i];
+	}
+	return 0;
+}
+
+/* Every region the mode needs is there, doorbell slots inside theirs. */
+static bool nhi_chan_maps_complete(const struct nhi_chan *c,
+				   const struct u4v_chan_info *info,
+				   bool direct)
+{
+	if (!c->map[U4V_MAP_TX_DESC] || !c->map[U4V_MAP_RX_DESC] ||
+	    !c->map[U4V_MAP_TX_POOL] || !c->map[U4V_MAP_RX_POOL])
+		return false;
+	if (!direct)
+		return c->map[U4V_MAP_SHADOW] != NULL;
+	return c->map[U4V_MAP_TX_DB] && c->map[U4V_MAP_RX_DB] &&
+	       (info->tx_hop + 1) * U4V_DB_SLOT_SIZE <= c->len[U4V_MAP_TX_DB] &&
+	       (info->rx_hop + 1) * U4V_DB_SLOT_SIZE <= c->len[U4V_MAP_RX_DB];
+}
+
+/* Map a channel the kernel described. */
+static int nhi_chan_map(struct nhi_dev *d, const struct u4v_chan_info *info,
+			struct nhi_chan **out)
+{
 	bool direct = info->flags & U4V_CHAN_DIRECT;
 	struct nhi_chan *c;
+	int err;
 
 	if (info->depth < U4V_RING_DEPTH_MIN ||
 	    info->depth > U4V_RING_DEPTH_MAX ||
@@ -162,34 +195,12 @@ static int nhi_chan_map(struct nhi_dev *d, const struct u4v_chan_info *info,
 	c->depth = info->depth;
 	c->mask = info->depth - 1;
 	c->flags = info->flags;
-	for (int i = 0; i < U4V_MAP_NR; i++) {
-		void *p;
-
-		if (!info->len[i])
-			continue;
-		p = mmap(NULL, info->len[i],
-			 prot[i] | (direct && i <= U4V_MAP_RX_DESC ?
-					    PROT_WRITE : 0),
-			 MAP_SHARED, d->cmd_fd, (off_t)info->off[i]);
-		if (p == MAP_FAILED) {
-			int err = -errno;
-
-			nhi_chan_unmap(c);
-			return err;
-		}
-		c->map[i] = p;
-		c->len[i] = info->len[i];
-	}
-	if (!c->map[U4V_MAP_TX_DESC] || !c->map[U4V_MAP_RX_DESC] ||
-	    !c->map[U4V_MAP_TX_POOL] || !c->map[U4V_MAP_RX_POOL] ||
-	    (!direct && !c->map[U4V_MAP_SHADOW]) ||
-	    (direct && (!c->map[U4V_MAP_TX_DB] || !c->map[U4V_MAP_RX_DB] ||
-			(info->tx_hop + 1) * U4V_DB_SLOT_SIZE >
-				c->len[U4V_MAP_TX_DB] ||
-			(info->rx_hop + 1) * U4V_DB_SLOT_SIZE >
-				c->len[U4V_MAP_RX_DB]))) {
+	err = nhi_chan_mmap(d, c, info, direct);
+	if (!err && !nhi_chan_maps_complete(c, info, direct))
+		err = -EPROTO;
+	if (err) {
 		nhi_chan_unmap(c);
-		return -EPROTO;
+		return err;
 	}
 	c->direct = direct;
 	if (direct) {
@@ -348,6 +359,26 @@ static uint32_t nhi_chan_remote(struct u4l_chan *chan)
 
 /* TX */
 
+/* The status page says c's remote context left. */
+static bool nhi_stale(const struct nhi_chan *c)
+{
+	return (__atomic_load_n(&c->dev->status->stale_mask, __ATOMIC_ACQUIRE) >>
+		c->remote) & 1;
+}
+
+/*
+ * Direct mode: the kernel marks a channel stale before it stops its rings,
+ * and the doorbell page holds every ring's registers: a doorbell rung after
+ * that would land in a stopped ring the next channel on its HopID inherits.
+ * Sticky: the bit clears when a new channel to that context comes.
+ */
+static bool nhi_direct_stale(struct nhi_chan *c)
+{
+	if (nhi_stale(c))
+		c->dead = true;
+	return c->dead;
+}
+
 static void nhi_tx_reap(struct nhi_chan *c)
 {
 	while (c->tx_reaped != c->tx_rung) {
@@ -386,8 +417,8 @@ static void nhi_tx_post(struct u4l_chan *chan, uint32_t len, enum u4l_pdf pdf)
 	struct nhi_chan *c = (struct nhi_chan *)chan;
 	struct u4v_shadow_desc *s;
 
-	count(&c->dev->counters.tx_frames, 1);
-	count(&c->dev->counters.tx_bytes, len);
+	u4l_count(&c->dev->counters.tx_frames, 1);
+	u4l_count(&c->dev->counters.tx_bytes, len);
 	if (c->direct) {
 		/* phys was set by the kernel: pool slot = ring position */
 		struct u4v_desc *dsc = &c->txd[c->tx_prod & c->mask];
@@ -415,6 +446,8 @@ static void nhi_tx_doorbell(struct u4l_chan *chan)
 	if (c->tx_prod == c->tx_rung || c->dead)
 		return;
 	if (c->direct) {
+		if (nhi_direct_stale(c))
+			return;
 		/* descriptors before the producer register, as for the NHI */
 		__atomic_store_n(c->tx_db, (c->tx_prod & c->mask)
 				 << U4V_DB_PROD_SHIFT, __ATOMIC_RELEASE);
@@ -435,9 +468,7 @@ static bool nhi_chan_dead(struct u4l_chan *chan)
 {
 	struct nhi_chan *c = (struct nhi_chan *)chan;
 
-	return __atomic_load_n(&c->dead, __ATOMIC_RELAXED) ||
-	       ((__atomic_load_n(&c->dev->status->stale_mask,
-				 __ATOMIC_ACQUIRE) >> c->remote) & 1);
+	return __atomic_load_n(&c->dead, __ATOMIC_RELAXED) || nhi_stale(c);
 }
 
 static uint32_t nhi_tx_space(struct u4l_chan *chan)
@@ -455,6 +486,8 @@ static void nhi_rx_flush(struct nhi_chan *c)
 	if (c->rx_cons == c->rx_rel_rung || c->dead)
 		return;
 	if (c->direct) {
+		if (nhi_direct_stale(c))
+			return;
 		/* re-post the descriptors depth - 1 ahead, then the consumer */
 		for (uint32_t p = c->rx_rel_rung; p != c->rx_cons; p++)
 			c->rxd[(p + c->depth - 1) & c->mask].len_flags =
@@ -513,8 +546,8 @@ static void nhi_rx_release(struct u4l_chan *chan)
 	uint32_t lf = load_acq(&c->rxd[c->rx_cons & c->mask].len_flags);
 	uint32_t len = lf & U4V_DESC_LEN_MASK;
 
-	count(&c->dev->counters.rx_frames, 1);
-	count(&c->dev->counters.rx_bytes, len ? len : U4L_FRAME_MAX);
+	u4l_count(&c->dev->counters.rx_frames, 1);
+	u4l_count(&c->dev->counters.rx_bytes, len ? len : U4L_FRAME_MAX);
 	c->rx_cons++;
 	if (c->rx_cons - c->rx_rel_rung >= c->depth / 4)
 		nhi_rx_flush(c);
@@ -522,7 +555,9 @@ static void nhi_rx_release(struct u4l_chan *chan)
 
 /* Waiting */
 
-static void nhi_wait(struct u4l_dev *dev, uint64_t deadline_ns)
+/* The kernel signals the eventfd for every frame: flags cannot help. */
+static void nhi_wait(struct u4l_dev *dev, uint64_t deadline_ns,
+		     uint32_t flags)
 {
 	struct nhi_dev *d = to_nhi(dev);
 	uint64_t now = u4l_now_ns();
@@ -530,6 +565,7 @@ static void nhi_wait(struct u4l_dev *dev, uint64_t deadline_ns)
 	struct timespec ts;
 	uint64_t v;
 
+	(void)flags;
 	if (deadline_ns <= now)
 		return;
 	ts.tv_sec = (time_t)((deadline_ns - now) / 1000000000u);
@@ -582,11 +618,6 @@ static const struct u4l_ops nhi_ops = {
 int u4l_is_nhi(const struct u4l_dev *dev)
 {
 	return dev && dev->ops == &nhi_ops;
-}
-
-uint64_t u4l_nhi_node_guid(struct u4l_dev *dev)
-{
-	return to_nhi(dev)->node_guid;
 }
 
 /* GET_CONTEXT through the uverbs write interface, with our driver data. */
@@ -674,7 +705,6 @@ int u4l_nhi_open(int cmd_fd, uint32_t flags, int *async_fd,
 	d->depth = resp.ring_depth;
 	d->mode = resp.mode;
 	d->max_channels = resp.max_channels;
-	d->node_guid = resp.node_guid;
 	d->wire_rate = resp.wire_rate;
 	d->own_fd = flags & U4L_NHI_OWN_FD;
 	d->base.ops = &nhi_ops;
@@ -687,20 +717,6 @@ err:
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 	return ret;
-}
-
-int u4l_nhi_attach(struct ibv_context *ctx, int cmd_fd, struct u4l_dev **dev)
-{
-	int async_fd = -1;
-	int ret = u4l_nhi_open(cmd_fd, 0, &async_fd, dev);
-
-	if (ret)
-		return ret;
-	if (ctx)
-		ctx->async_fd = async_fd;
-	else
-		close(async_fd);
-	return 0;
 }
 
 /* Completion events through the kernel. */
@@ -750,21 +766,6 @@ int u4l_nhi_cq_signal(struct u4l_dev *dev, uint32_t handle)
 	a.flags = UVERBS_ATTR_F_MANDATORY;
 	a.data = handle;
 	return nhi_ioctl(to_nhi(dev)->cmd_fd, U4V_METHOD_CQ_SIGNAL, &a, 1);
-}
-
-int u4l_nhi_cq_arm(struct u4l_dev *dev, uint32_t handle, int solicited)
-{
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_req_notify_cq cmd;
-	} in;
-
-	memset(&in, 0, sizeof(in));
-	in.cmd.cq_handle = handle;
-	in.cmd.solicited_only = solicited ? 1 : 0;
-	return nhi_write_cmd(to_nhi(dev)->cmd_fd,
-			     IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, &in, sizeof(in),
-			     0);
 }
 
 int u4l_nhi_cq_destroy(struct u4l_dev *dev, uint32_t handle,

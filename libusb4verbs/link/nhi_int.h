@@ -47,7 +47,7 @@ struct nhi_dev {
 	bool own_fd;
 	int evfd;
 	uint32_t ctx_id, depth, mode, max_channels;
-	uint64_t node_guid, wire_rate;
+	uint64_t wire_rate;
 	volatile struct u4v_status_page *status;
 	size_t status_len;
 	pthread_mutex_t lock; /* channel table */

@@ -26,15 +26,6 @@ static inline struct sim_dev *to_dev(struct u4l_dev *d)
 	return (struct sim_dev *)d;
 }
 
-static bool pid_alive(int32_t pid)
-{
-	if (pid <= 0)
-		return false;
-	if (pid == getpid())
-		return true;
-	return !(kill(pid, 0) < 0 && errno == ESRCH);
-}
-
 /* Free contexts whose process is gone (segment lock held). */
 static unsigned reclaim_dead_locked(struct sim_dev *dev)
 {
@@ -45,9 +36,9 @@ static unsigned reclaim_dead_locked(struct sim_dev *dev)
 		if (__atomic_load_n(&s->ctx[i].state, __ATOMIC_RELAXED) !=
 		    SIM_CTX_ALIVE)
 			continue;
-		if (pid_alive(s->ctx[i].pid))
+		if (sim_pid_alive((uint32_t)SIM_ONCE(s->ctx[i].pid)))
 			continue;
-		sim_ctx_free_locked(dev->fd, s, i);
+		sim_ctx_free_locked(&dev->m, i);
 		n++;
 	}
 	return n;
@@ -55,8 +46,7 @@ static unsigned reclaim_dead_locked(struct sim_dev *dev)
 
 static void dev_unmap(struct sim_dev *dev)
 {
-	munmap(dev->seg, dev->map_len);
-	close(dev->fd);
+	sim_unmap(&dev->m);
 	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 }
@@ -64,6 +54,7 @@ static void dev_unmap(struct sim_dev *dev)
 static void handle_free(struct sim_chan_h *h)
 {
 	free(h->scratch);
+	free(h->rx_copy);
 	free(h);
 }
 
@@ -76,9 +67,10 @@ static void sim_close(struct u4l_dev *d)
 		struct sim_ctx_slot *x = &s->ctx[dev->id];
 		/* Only our own incarnation: not after reclamation, not in a
 		 * fork child. */
-		if (x->state == SIM_CTX_ALIVE && x->pid == getpid() &&
-		    x->gen == dev->gen)
-			sim_ctx_free_locked(dev->fd, s, dev->id);
+		if (SIM_ONCE(x->state) == SIM_CTX_ALIVE &&
+		    SIM_ONCE(x->pid) == getpid() &&
+		    SIM_ONCE(x->gen) == dev->gen)
+			sim_ctx_free_locked(&dev->m, dev->id);
 		sim_unlock(s);
 	}
 	for (uint32_t i = 0; i < U4L_MAX_CTX; i++)
@@ -107,17 +99,19 @@ static bool sim_ctx_alive(struct u4l_dev *d, uint32_t remote)
 	if (__atomic_load_n(&s->ctx[remote].state, __ATOMIC_ACQUIRE) !=
 	    SIM_CTX_ALIVE)
 		return false;
-	return pid_alive(
-	    __atomic_load_n(&s->ctx[remote].pid, __ATOMIC_RELAXED));
+	return sim_pid_alive((uint32_t)SIM_ONCE(s->ctx[remote].pid));
 }
 
 /* A process-local handle on channel slot idx, or NULL (ENOMEM / gone). */
 static struct sim_chan_h *handle_new(struct sim_dev *dev, uint32_t idx)
 {
+	const struct sim_geom *g = &dev->m.g;
 	struct sim_seg *s = dev->seg;
 	struct sim_chan_ent *e = &s->chans[idx];
 	uint32_t gs = __atomic_load_n(&e->gs, __ATOMIC_ACQUIRE);
-	uint32_t a = e->ctx[0], b = e->ctx[1], me = dev->id;
+	uint32_t a = SIM_ONCE(e->ctx[0]), b = SIM_ONCE(e->ctx[1]);
+	uint32_t end0 = SIM_ONCE(e->end[0]) & 1, end1 = SIM_ONCE(e->end[1]) & 1;
+	uint32_t me = dev->id;
 
 	if (!(gs & SIM_CHAN_ACTIVE) || a >= U4L_MAX_CTX || b >= U4L_MAX_CTX ||
 	    (a != me && b != me))
@@ -126,32 +120,32 @@ static struct sim_chan_h *handle_new(struct sim_dev *dev, uint32_t idx)
 	if (!h)
 		return NULL;
 	h->scratch = malloc(U4L_FRAME_MAX);
-	if (!h->scratch) {
-		free(h);
+	h->rx_copy = aligned_alloc(SIM_CL, U4L_FRAME_MAX);
+	if (!h->scratch || !h->rx_copy) {
+		handle_free(h);
 		return NULL;
 	}
 	h->dev = dev;
 	h->idx = idx;
 	h->ent = e;
 	h->gs = gs;
-	h->c = (struct sim_chan *)((char *)s + s->chan_off +
-				   (uint64_t)idx * s->chan_stride);
-	h->depth = s->ring_depth;
-	h->mask = s->ring_depth - 1;
-	h->loop = e->loop;
+	h->c = (struct sim_chan *)((char *)s + sim_slot_off(g, idx));
+	h->depth = g->depth;
+	h->mask = g->depth - 1;
+	h->loop = SIM_ONCE(e->loop);
 	h->self = a == b;
 	h->txd = a == me ? 0 : 1;
 	h->rxd = h->self ? 0 : h->txd ^ 1;
 	h->remote = a == me ? b : a;
 	h->rcv_ctx[0] = b;
 	h->rcv_ctx[1] = a;
-	h->snd_end[0] = e->end[0] & 1;
-	h->snd_end[1] = e->end[1] & 1;
-	h->rcv_end[0] = e->end[1] & 1;
-	h->rcv_end[1] = e->end[0] & 1;
+	h->snd_end[0] = end0;
+	h->snd_end[1] = end1;
+	h->rcv_end[0] = end1;
+	h->rcv_end[1] = end0;
 	h->tx_snap.seq = h->rx_snap.seq = 1; /* odd: never a valid seq */
-	sim_ring_layout(s, idx, 0, &h->ring[0]);
-	sim_ring_layout(s, idx, 1, &h->ring[1]);
+	sim_ring_layout(&dev->m, idx, 0, &h->ring[0]);
+	sim_ring_layout(&dev->m, idx, 1, &h->ring[1]);
 #ifdef MADV_POPULATE_WRITE
 	/*
 	 * The rings were punched out when the slot was taken: fault them in
@@ -159,7 +153,7 @@ static struct sim_chan_h *handle_new(struct sim_dev *dev, uint32_t idx)
 	 * (~20 us a round trip for the first ~200 messages otherwise).
 	 * Contents are untouched; failure only costs those faults.
 	 */
-	madvise((char *)h->c + SIM_PAGE, s->chan_stride - SIM_PAGE,
+	madvise((char *)h->c + SIM_PAGE, g->chan_stride - SIM_PAGE,
 		MADV_POPULATE_WRITE);
 #endif
 	return h;
@@ -175,15 +169,17 @@ static void handle_retire(struct sim_dev *dev, uint32_t remote)
 	dev->graveyard = h;
 }
 
-static int find_chan_locked(struct sim_seg *s, uint32_t x, uint32_t y)
+static int find_chan_locked(struct sim_dev *dev, uint32_t x, uint32_t y)
 {
-	for (uint32_t i = 0; i < s->nslots; i++) {
+	struct sim_seg *s = dev->seg;
+
+	for (uint32_t i = 0; i < dev->m.g.nslots; i++) {
 		struct sim_chan_ent *e = &s->chans[i];
-		if (!(__atomic_load_n(&e->gs, __ATOMIC_RELAXED) &
-		      SIM_CHAN_ACTIVE) || e->orphan)
+		uint32_t a = SIM_ONCE(e->ctx[0]), b = SIM_ONCE(e->ctx[1]);
+
+		if (!(SIM_ONCE(e->gs) & SIM_CHAN_ACTIVE) || SIM_ONCE(e->orphan))
 			continue;
-		if ((e->ctx[0] == x && e->ctx[1] == y) ||
-		    (e->ctx[0] == y && e->ctx[1] == x))
+		if ((a == x && b == y) || (a == y && b == x))
 			return (int)i;
 	}
 	return -1;
@@ -192,52 +188,54 @@ static int find_chan_locked(struct sim_seg *s, uint32_t x, uint32_t y)
 /* Create channel (me -> remote) (segment lock held). */
 static int chan_create_locked(struct sim_dev *dev, uint32_t remote)
 {
+	const struct sim_geom *g = &dev->m.g;
 	struct sim_seg *s = dev->seg;
 	uint32_t me = dev->id;
-	bool loop = s->ctx[remote].end == dev->base.end;
+	uint32_t remote_end = SIM_ONCE(s->ctx[remote].end) & 1;
+	bool loop = remote_end == dev->base.end;
 
 	if (loop) {
-		if (s->loop_used >= SIM_LOOP_CHANNELS)
+		if (SIM_ONCE(s->loop_used) >= SIM_LOOP_CHANNELS)
 			return -ENOSPC;
-	} else if (s->cross_used >= s->max_channels) {
+	} else if (SIM_ONCE(s->cross_used) >= g->max_channels) {
 		if (!reclaim_dead_locked(dev) ||
-		    s->cross_used >= s->max_channels)
+		    SIM_ONCE(s->cross_used) >= g->max_channels)
 			return -ENOSPC;
-		if (s->ctx[remote].state != SIM_CTX_ALIVE)
+		if (SIM_ONCE(s->ctx[remote].state) != SIM_CTX_ALIVE)
 			return -EHOSTUNREACH;
 	}
 	int idx = -1;
-	for (uint32_t k = 0; k < s->nslots; k++) {
+	uint32_t cursor = SIM_ONCE(s->chan_cursor);
+	for (uint32_t k = 0; k < g->nslots; k++) {
 		/* round robin: a just-freed slot is reused last */
-		uint32_t i = (s->chan_cursor + k) % s->nslots;
-		if (!(__atomic_load_n(&s->chans[i].gs, __ATOMIC_RELAXED) &
-		      SIM_CHAN_ACTIVE)) {
+		uint32_t i = (cursor + k) % g->nslots;
+		if (!(SIM_ONCE(s->chans[i].gs) & SIM_CHAN_ACTIVE)) {
 			idx = (int)i;
 			break;
 		}
 	}
 	if (idx < 0)
 		return -ENOSPC;
-	s->chan_cursor = (uint32_t)(idx + 1) % s->nslots;
+	s->chan_cursor = (uint32_t)(idx + 1) % g->nslots;
 
 	struct sim_chan_ent *e = &s->chans[idx];
-	uint64_t off = s->chan_off + (uint64_t)idx * s->chan_stride;
-	sim_punch(dev->fd, s, off + SIM_PAGE, s->chan_stride - SIM_PAGE);
-	sim_chan_init_rings(s, (uint32_t)idx);
+	sim_punch(&dev->m, sim_slot_off(g, (uint32_t)idx) + SIM_PAGE,
+		  g->chan_stride - SIM_PAGE);
+	sim_chan_init_rings(&dev->m, (uint32_t)idx);
 	e->ctx[0] = (uint8_t)me;
 	e->ctx[1] = (uint8_t)remote;
 	e->end[0] = (uint8_t)dev->base.end;
-	e->end[1] = (uint8_t)(s->ctx[remote].end & 1);
+	e->end[1] = (uint8_t)remote_end;
 	e->loop = loop;
 	e->orphan = 0;
 	__atomic_store_n(&e->accept_pending, remote != me, __ATOMIC_RELAXED);
-	uint32_t gs = __atomic_load_n(&e->gs, __ATOMIC_RELAXED);
+	uint32_t gs = SIM_ONCE(e->gs);
 	__atomic_store_n(&e->gs, ((gs | SIM_CHAN_ACTIVE) + 2) | SIM_CHAN_ACTIVE,
 			 __ATOMIC_RELEASE);
 	if (loop)
-		s->loop_used++;
+		__atomic_add_fetch(&s->loop_used, 1, __ATOMIC_RELAXED);
 	else
-		s->cross_used++;
+		__atomic_add_fetch(&s->cross_used, 1, __ATOMIC_RELAXED);
 	if (remote != me) {
 		__atomic_add_fetch(&s->ctx[remote].accept_gen, 1,
 				   __ATOMIC_RELEASE);
@@ -268,19 +266,19 @@ static int sim_chan_get(struct u4l_dev *d, uint32_t remote,
 	rc = sim_lock(s);
 	if (rc)
 		goto out;
-	if (s->ctx[remote].state != SIM_CTX_ALIVE ||
-	    !pid_alive(s->ctx[remote].pid)) {
+	if (SIM_ONCE(s->ctx[remote].state) != SIM_CTX_ALIVE ||
+	    !sim_pid_alive((uint32_t)SIM_ONCE(s->ctx[remote].pid))) {
 		rc = -EHOSTUNREACH;
 		goto out_seg;
 	}
-	idx = find_chan_locked(s, dev->id, remote);
+	idx = find_chan_locked(dev, dev->id, remote);
 	if (idx < 0) {
 		idx = chan_create_locked(dev, remote);
 		if (idx < 0) {
 			rc = idx;
 			goto out_seg;
 		}
-	} else if (s->chans[idx].ctx[1] == dev->id) {
+	} else if (SIM_ONCE(s->chans[idx].ctx[1]) == dev->id) {
 		/* We found it ourselves: chan_accept() will not report it. */
 		__atomic_store_n(&s->chans[idx].accept_pending, 0,
 				 __ATOMIC_RELAXED);
@@ -311,39 +309,43 @@ static struct u4l_chan *sim_chan_accept(struct u4l_dev *d)
 	if (g == __atomic_load_n(&dev->accept_seen, __ATOMIC_RELAXED))
 		return NULL;
 	pthread_mutex_lock(&dev->lock);
-	for (uint32_t i = 0; i < s->nslots && !h; i++) {
+	for (uint32_t i = 0; i < dev->m.g.nslots && !h; i++) {
 		struct sim_chan_ent *e = &s->chans[i];
 		uint32_t one = 1;
+		uint32_t remote = SIM_ONCE(e->ctx[0]);
 		if (!(__atomic_load_n(&e->gs, __ATOMIC_ACQUIRE) &
 		      SIM_CHAN_ACTIVE) ||
-		    e->ctx[1] != me || e->ctx[0] == me ||
-		    e->ctx[0] >= U4L_MAX_CTX)
+		    SIM_ONCE(e->ctx[1]) != me || remote == me ||
+		    remote >= U4L_MAX_CTX)
 			continue;
 		if (!__atomic_compare_exchange_n(&e->accept_pending, &one, 0,
 						 false, __ATOMIC_ACQ_REL,
 						 __ATOMIC_RELAXED))
 			continue;
-		uint32_t remote = e->ctx[0];
 		struct sim_chan_h *old = dev->handles[remote];
 		if (old && !sim_chan_dead(old) && old->idx == i)
 			continue; /* already known through chan_get() */
-		if (old)
-			handle_retire(dev, remote);
 		h = handle_new(dev, i);
-		if (!h) { /* ENOMEM or freed meanwhile: report it later */
+		if (!h || h->remote != remote) {
+			/* ENOMEM, freed or rewritten since: report it later */
+			if (h)
+				handle_free(h);
+			h = NULL;
 			__atomic_store_n(&e->accept_pending, 1,
 					 __ATOMIC_RELAXED);
 			break;
 		}
+		if (old)
+			handle_retire(dev, remote);
 		__atomic_store_n(&dev->handles[remote], h, __ATOMIC_RELEASE);
 	}
 	/* Seen all of generation g unless another channel is still pending. */
 	bool more = false;
-	for (uint32_t i = 0; h && i < s->nslots && !more; i++) {
+	for (uint32_t i = 0; h && i < dev->m.g.nslots && !more; i++) {
 		struct sim_chan_ent *e = &s->chans[i];
 		more = (__atomic_load_n(&e->gs, __ATOMIC_ACQUIRE) &
 			SIM_CHAN_ACTIVE) &&
-		       e->ctx[1] == me && e->ctx[0] != me &&
+		       SIM_ONCE(e->ctx[1]) == me && SIM_ONCE(e->ctx[0]) != me &&
 		       __atomic_load_n(&e->accept_pending, __ATOMIC_RELAXED);
 	}
 	if (!more)
@@ -362,18 +364,20 @@ static uint32_t sim_chan_remote(struct u4l_chan *chan)
  * that short futex timeouts (frame arrival times) are not rounded up by the
  * default 50 us timer slack.
  */
-static void sim_wait(struct u4l_dev *d, uint64_t deadline_ns)
+static void sim_wait(struct u4l_dev *d, uint64_t deadline_ns, uint32_t flags)
 {
 	struct sim_dev *dev = to_dev(d);
 	struct sim_seg *s = dev->seg;
 	struct sim_ctx_slot *x = &s->ctx[dev->id];
 	uint64_t now = u4l_now_ns(), next = deadline_ns;
-	bool ready = false;
+	bool ready = false, ctrl = !(flags & U4L_WAIT_DATA);
 
 	if (__atomic_exchange_n(&dev->kicked, 0, __ATOMIC_ACQ_REL) ||
 	    now >= deadline_ns)
 		return;
 	__atomic_add_fetch(&x->sleepers, 1, __ATOMIC_SEQ_CST);
+	if (ctrl)
+		__atomic_add_fetch(&x->ctrl_sleepers, 1, __ATOMIC_SEQ_CST);
 	uint32_t w = __atomic_load_n(&x->wake, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&dev->kicked, __ATOMIC_SEQ_CST) ||
 	    __atomic_load_n(&x->accept_gen, __ATOMIC_ACQUIRE) !=
@@ -391,8 +395,37 @@ static void sim_wait(struct u4l_dev *d, uint64_t deadline_ns)
 				      .tv_nsec = (long)(rel % 1000000000ull)};
 		syscall(SYS_futex, &x->wake, FUTEX_WAIT, w, &ts, NULL, 0);
 	}
+	if (ctrl)
+		__atomic_sub_fetch(&x->ctrl_sleepers, 1, __ATOMIC_SEQ_CST);
 	__atomic_sub_fetch(&x->sleepers, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&dev->kicked, 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * Dekker with the senders' wake-ups (sim_ring.c, wake): a frame published
+ * while covered is seen here once off, and its wake-up given now.
+ */
+static void sim_rx_covered(struct u4l_dev *d, bool on)
+{
+	struct sim_dev *dev = to_dev(d);
+	struct sim_seg *s = dev->seg;
+	uint64_t now, next = UINT64_MAX;
+
+	__atomic_store_n(&s->ctx[dev->id].covered, on, __ATOMIC_SEQ_CST);
+	if (on)
+		return;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	now = u4l_now_ns();
+	for (uint32_t i = 0; i < U4L_MAX_CTX; i++) {
+		struct sim_chan_h *h =
+		    __atomic_load_n(&dev->handles[i], __ATOMIC_ACQUIRE);
+
+		if (h &&
+		    (sim_chan_ready(h, now, &next) || next != UINT64_MAX)) {
+			sim_wake_ctx(s, dev->id);
+			return;
+		}
+	}
 }
 
 static void sim_kick(struct u4l_dev *d)
@@ -438,6 +471,7 @@ static const struct u4l_ops sim_ops = {
     .rx_release = sim_rx_release,
     .wait = sim_wait,
     .kick = sim_kick,
+    .rx_covered = sim_rx_covered,
     .counters = sim_counters,
     .wire_rate = sim_wire_rate,
 };
@@ -453,13 +487,13 @@ int u4l_sim_open(const char *shm_name, uint32_t end, struct u4l_dev **out)
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return -ENOMEM;
-	rc = sim_map(shm_name, true, &dev->fd, &dev->seg, &dev->map_len);
+	rc = sim_map(shm_name, true, &dev->m);
 	if (rc) {
 		free(dev);
 		return rc;
 	}
 	pthread_mutex_init(&dev->lock, NULL);
-	s = dev->seg;
+	s = dev->seg = dev->m.seg;
 	dev->base.ops = &sim_ops;
 	dev->base.end = end;
 
@@ -472,7 +506,7 @@ int u4l_sim_open(const char *shm_name, uint32_t end, struct u4l_dev **out)
 		if (pass == 1 && !reclaim_dead_locked(dev))
 			break;
 		for (uint32_t i = 0; i < U4L_MAX_CTX; i++) {
-			if (s->ctx[i].state == SIM_CTX_FREE) {
+			if (SIM_ONCE(s->ctx[i].state) == SIM_CTX_FREE) {
 				slot = (int)i;
 				break;
 			}
@@ -486,12 +520,13 @@ int u4l_sim_open(const char *shm_name, uint32_t end, struct u4l_dev **out)
 	struct sim_ctx_slot *x = &s->ctx[slot];
 	dev->id = (uint32_t)slot;
 	/* Leftovers of a corrupted segment must not alias the new context. */
-	sim_ctx_chans_free_locked(dev->fd, s, dev->id);
+	sim_ctx_chans_free_locked(&dev->m, dev->id);
 	x->end = end;
 	x->pid = getpid();
-	x->gen++;
 	x->sleepers = 0;
-	dev->gen = x->gen;
+	x->ctrl_sleepers = 0;
+	x->covered = 0;
+	dev->gen = __atomic_add_fetch(&x->gen, 1, __ATOMIC_RELAXED);
 	dev->accept_seen = __atomic_load_n(&x->accept_gen, __ATOMIC_RELAXED);
 	__atomic_store_n(&x->state, SIM_CTX_ALIVE, __ATOMIC_RELEASE);
 	sim_unlock(s);

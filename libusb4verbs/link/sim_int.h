@@ -2,8 +2,12 @@
 /*
  * Software cable: private layout of the shared segment and the process-local
  * handles. Everything in `struct sim_seg` and in the channel slots is shared
- * between processes that may be buggy or killed at any instruction: every
- * index read from it is masked or range-checked before use.
+ * with processes that may be buggy, hostile or killed at any instruction,
+ * and may change at any moment. So every value is read from it once
+ * (SIM_ONCE, or a memcpy into private memory) and checked in private
+ * memory; the geometry is validated once at map time and only the private
+ * copy (struct sim_geom) is used after that; frames are copied out of the
+ * RX ring before the engine sees them; no pointer is ever stored there.
  *
  * Segment layout (offsets, never pointers, in shared memory):
  *
@@ -36,13 +40,18 @@
 #include <usb4verbs/sim.h>
 
 #define SIM_MAGIC 0x31304d49534c3455ull /* "U4LSIM01" little endian */
-#define SIM_VERSION 1u
+#define SIM_VERSION 2u /* 2: the control-plane lock is a tid, not a mutex */
 #define SIM_PAGE 4096u
 #define SIM_CL 64
 #define SIM_LOOP_CHANNELS 64u  /* loopback channel slots per cable */
 #define SIM_MAX_CHANNELS 1024u /* upper bound for config.max_channels */
 #define SIM_MIN_DEPTH 16u
 #define SIM_MAX_DEPTH 4096u
+/* How long a control-plane operation waits for the segment lock. */
+#define SIM_LOCK_WAIT_NS 2000000000ull
+
+/* One read of a shared value (the compiler may not read it again). */
+#define SIM_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 /* NHI descriptor (Linux drivers/thunderbolt/nhi.h, struct ring_desc). */
 struct sim_desc {
@@ -97,7 +106,9 @@ struct sim_ctx_slot {
 	uint32_t wake;	     /* futex word: bumped on delivery/accept/kick */
 	uint32_t sleepers;   /* threads of this context inside wait() */
 	uint32_t accept_gen; /* bumped when a peer creates a channel to us */
-	uint32_t pad[9];
+	uint32_t ctrl_sleepers; /* those of them woken by ACK / NAK frames */
+	uint32_t covered;	/* rx_covered(): frames wake nobody */
+	uint32_t pad[7];
 } __attribute__((aligned(SIM_CL)));
 
 /* Per cable direction (indexed by the sending end). */
@@ -147,7 +158,8 @@ struct sim_seg {
 	uint32_t cfg_seq; /* seqlock over cfg: odd while being written */
 	uint32_t pad0;
 	struct u4l_sim_config cfg;
-	pthread_mutex_t lock __attribute__((aligned(SIM_CL)));
+	/* control plane: tid of the holder, 0 when free (sim_lock()) */
+	uint32_t lock __attribute__((aligned(SIM_CL)));
 	struct u4l_counters counters[2] __attribute__((aligned(SIM_CL)));
 	struct sim_wire wire[2];
 	struct sim_ctx_slot ctx[U4L_MAX_CTX];
@@ -181,15 +193,30 @@ struct sim_chan {
 	struct sim_dir_ctl dir[2];
 };
 
-/* Layout helpers. */
-static inline struct sim_chan *sim_chan_at(struct sim_seg *s, uint32_t i)
+/*
+ * The segment's geometry, computed from the validated ring depth and
+ * channel budget and checked against the header once, at map time. Only
+ * this private copy is used afterwards.
+ */
+struct sim_geom {
+	uint64_t chan_off, chan_stride, dir_size, seg_size;
+	uint32_t depth, max_channels, nslots;
+};
+
+void sim_geom_init(struct sim_geom *g, uint32_t depth, uint32_t max_channels);
+
+/* A mapped segment, as this process knows it. */
+struct sim_map {
+	struct sim_seg *seg;
+	size_t len; /* mapped bytes: the header only, or seg_size */
+	int fd;
+	struct sim_geom g;
+};
+
+static inline uint64_t sim_slot_off(const struct sim_geom *g, uint32_t idx)
 {
-	return (struct sim_chan *)((char *)s + s->chan_off +
-				   (uint64_t)i * s->chan_stride);
+	return g->chan_off + (uint64_t)idx * g->chan_stride;
 }
-uint64_t sim_dir_size(uint32_t depth);
-void sim_layout(uint32_t depth, uint32_t max_channels, uint64_t *chan_off,
-		uint64_t *chan_stride, uint64_t *dir_size, uint64_t *seg_size);
 
 /* A snapshot of the live-changeable config, refreshed through the seqlock. */
 struct sim_snap {
@@ -227,6 +254,7 @@ struct sim_chan_h {
 	struct sim_ring ring[2];
 	/* TX side (engine TX lock) */
 	uint32_t tx_prod, tx_reap; /* tx_reap read by wait(): atomic */
+	uint32_t tx_full; /* tx_slot() found no slot: wait() watches TX */
 	uint64_t tx_now;
 	struct sim_snap tx_snap;
 	/* RX side (engine RX lock) */
@@ -234,14 +262,14 @@ struct sim_chan_h {
 	uint64_t rx_now;
 	struct sim_snap rx_snap;
 	uint8_t *scratch; /* TX buffer of a dead channel: frames go nowhere */
+	uint8_t *rx_copy; /* the frame rx_peek() gave, safe from the peer */
 	struct sim_chan_h *next_dead;
 };
 
 struct sim_dev {
 	struct u4l_dev base;
-	int fd;
-	struct sim_seg *seg;
-	size_t map_len;
+	struct sim_map m;
+	struct sim_seg *seg; /* m.seg */
 	uint32_t id;
 	uint32_t gen;	      /* sim_ctx_slot.gen of our attachment */
 	pthread_mutex_t lock; /* chan_get / chan_accept / handle table */
@@ -253,14 +281,16 @@ struct sim_dev {
 };
 
 /* sim_seg.c */
-int sim_map(const char *shm_name, bool whole, int *fd, struct sim_seg **seg,
-	    size_t *len);
+int sim_map(const char *shm_name, bool whole, struct sim_map *m);
+void sim_unmap(struct sim_map *m);
+bool sim_pid_alive(uint32_t pid);
+/* 0, or -ETIMEDOUT after SIM_LOCK_WAIT_NS held by a live other */
 int sim_lock(struct sim_seg *s);
 void sim_unlock(struct sim_seg *s);
-void sim_punch(int fd, struct sim_seg *s, uint64_t off, uint64_t len);
-void sim_chan_free_locked(int fd, struct sim_seg *s, uint32_t idx);
-void sim_ctx_chans_free_locked(int fd, struct sim_seg *s, uint32_t ctx);
-void sim_ctx_free_locked(int fd, struct sim_seg *s, uint32_t ctx);
+void sim_punch(struct sim_map *m, uint64_t off, uint64_t len);
+void sim_chan_free_locked(struct sim_map *m, uint32_t idx);
+void sim_ctx_chans_free_locked(struct sim_map *m, uint32_t ctx);
+void sim_ctx_free_locked(struct sim_map *m, uint32_t ctx);
 
 /* sim_ring.c */
 void *sim_tx_slot(struct u4l_chan *chan);
@@ -270,9 +300,9 @@ uint32_t sim_tx_space(struct u4l_chan *chan);
 bool sim_chan_gone(struct u4l_chan *chan);
 int sim_rx_peek(struct u4l_chan *chan, struct u4l_rx_frame *frame);
 void sim_rx_release(struct u4l_chan *chan);
-void sim_ring_layout(struct sim_seg *s, uint32_t idx, uint32_t d,
+void sim_ring_layout(const struct sim_map *m, uint32_t idx, uint32_t d,
 		     struct sim_ring *r);
-void sim_chan_init_rings(struct sim_seg *s, uint32_t idx);
+void sim_chan_init_rings(const struct sim_map *m, uint32_t idx);
 bool sim_chan_dead(struct sim_chan_h *h);
 /* Dead, or the peer has left: nothing can be sent on it. */
 bool sim_chan_tx_dead(struct sim_chan_h *h);

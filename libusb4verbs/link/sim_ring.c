@@ -23,13 +23,16 @@
 
 #define SIM_FUTURE_MAX_NS 60000000000ull /* later than this = corrupted */
 
-void sim_ring_layout(struct sim_seg *s, uint32_t idx, uint32_t d,
+/* Where direction d of channel slot idx lives (private geometry only). */
+void sim_ring_layout(const struct sim_map *m, uint32_t idx, uint32_t d,
 		     struct sim_ring *r)
 {
-	uint32_t depth = s->ring_depth;
-	uint64_t slot = s->chan_off + (uint64_t)idx * s->chan_stride;
-	uint64_t base = slot + SIM_PAGE + d * s->dir_size;
-	uint64_t pools = base + s->dir_size - 2ull * depth * U4L_FRAME_MAX;
+	const struct sim_geom *g = &m->g;
+	struct sim_seg *s = m->seg;
+	uint32_t depth = g->depth;
+	uint64_t slot = sim_slot_off(g, idx);
+	uint64_t base = slot + SIM_PAGE + d * g->dir_size;
+	uint64_t pools = base + g->dir_size - 2ull * depth * U4L_FRAME_MAX;
 	char *p = (char *)s + base;
 
 	r->ctl = &((struct sim_chan *)((char *)s + slot))->dir[d];
@@ -50,13 +53,13 @@ void sim_ring_layout(struct sim_seg *s, uint32_t idx, uint32_t d,
 #define RX_POSTED_W sim_d_make(0, 0, SIM_DF_POSTED | SIM_DF_INTERRUPT)
 
 /* Fresh rings for a new channel (segment lock held, slot punched). */
-void sim_chan_init_rings(struct sim_seg *s, uint32_t idx)
+void sim_chan_init_rings(const struct sim_map *m, uint32_t idx)
 {
 	for (uint32_t d = 0; d < 2; d++) {
 		struct sim_ring r;
-		sim_ring_layout(s, idx, d, &r);
+		sim_ring_layout(m, idx, d, &r);
 		memset(r.ctl, 0, sizeof(*r.ctl));
-		for (uint32_t j = 0; j < s->ring_depth; j++) {
+		for (uint32_t j = 0; j < m->g.depth; j++) {
 			r.rx_desc[j].addr =
 			    r.rx_pool_off + (uint64_t)j * U4L_FRAME_MAX;
 			r.rx_desc[j].time = 0;
@@ -93,15 +96,31 @@ bool sim_chan_gone(struct u4l_chan *chan)
  * Dekker with wait(): sleeper increments `sleepers` then checks; waker
  * publishes, fences, then reads `sleepers`. No syscall when nobody sleeps.
  */
+static void wake(struct sim_ctx_slot *x, const uint32_t *sleepers, bool rx)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(sleepers, __ATOMIC_SEQ_CST))
+		return;
+	/* Dekker with sim_rx_covered(): frames were published before this */
+	if (rx && __atomic_load_n(&x->covered, __ATOMIC_SEQ_CST))
+		return;
+	__atomic_add_fetch(&x->wake, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &x->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
 void sim_wake_ctx(struct sim_seg *s, uint32_t ctx)
 {
 	struct sim_ctx_slot *x = &s->ctx[ctx % U4L_MAX_CTX];
 
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!__atomic_load_n(&x->sleepers, __ATOMIC_SEQ_CST))
-		return;
-	__atomic_add_fetch(&x->wake, 1, __ATOMIC_SEQ_CST);
-	syscall(SYS_futex, &x->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	wake(x, &x->sleepers, false);
+}
+
+/* Frames delivered to ctx: data wakes every sleeper, ACK / NAK some. */
+static void wake_rx(struct sim_seg *s, uint32_t ctx, bool data)
+{
+	struct sim_ctx_slot *x = &s->ctx[ctx % U4L_MAX_CTX];
+
+	wake(x, data ? &x->sleepers : &x->ctrl_sleepers, true);
 }
 
 static inline uint64_t now_ns(void)
@@ -151,18 +170,23 @@ static bool rx_slot(struct sim_ring *r, uint32_t j, bool e2e)
 	return rx_posted(r, j, __ATOMIC_SEQ_CST);
 }
 
+/* What a CRC error would have let through. */
+static void garble(uint8_t *p, uint32_t len)
+{
+	p[0] ^= 0x5a;
+	p[len / 2] ^= 0xa5;
+	p[len - 1] ^= 0xff;
+}
+
 static void deliver(struct sim_ring *r, uint32_t j, const uint8_t *src,
 		    uint32_t len, uint32_t pdf, uint32_t dflags,
-		    uint32_t mflags, uint64_t arrival, bool garble)
+		    uint32_t mflags, uint64_t arrival, bool garbled)
 {
 	uint8_t *dst = r->rx_pool + (size_t)j * U4L_FRAME_MAX;
 
 	memcpy(dst, src, len);
-	if (garble) { /* what a CRC error would have let through */
-		dst[0] ^= 0x5a;
-		dst[len / 2] ^= 0xa5;
-		dst[len - 1] ^= 0xff;
-	}
+	if (garbled)
+		garble(dst, len);
 	r->rx_meta[j].arrival_ns = arrival;
 	r->rx_meta[j].flags = mflags;
 	r->rx_desc[j].addr = r->rx_pool_off + (uint64_t)j * U4L_FRAME_MAX;
@@ -177,32 +201,67 @@ static void deliver(struct sim_ring *r, uint32_t j, const uint8_t *src,
 struct run_acc {
 	uint64_t tx_frames, tx_bytes, rx_frames, rx_bytes;
 	uint64_t drop, dup, reorder, crc, stranded, overflow;
-	bool wake, moved;
+	bool wake, wake_ctrl, moved; /* wake: a data frame; _ctrl: ACK / NAK */
 };
+
+/*
+ * The reorder-held frame of a direction. Its state lives in the shared
+ * control block (whoever runs the engine next needs it): one run reads it
+ * once and writes it back once.
+ */
+enum { HELD_NONE, HELD_WAITING, HELD_DUE /* passed: deliver now */ };
+
+struct held {
+	uint32_t state, run, w, mflags;
+	uint64_t arrival;
+};
+
+static void held_load(const struct sim_dir_ctl *ctl, struct held *hd)
+{
+	hd->state = SIM_ONCE(ctl->held);
+	if (hd->state > HELD_DUE)
+		hd->state = HELD_NONE; /* corrupted */
+	hd->run = SIM_ONCE(ctl->held_run);
+	hd->w = SIM_ONCE(ctl->held_w);
+	hd->mflags = SIM_ONCE(ctl->held_mflags);
+	hd->arrival = SIM_ONCE(ctl->held_arrival);
+}
+
+static void held_store(struct sim_dir_ctl *ctl, const struct held *hd)
+{
+	ctl->held_run = hd->run;
+	ctl->held_w = hd->w;
+	ctl->held_mflags = hd->mflags;
+	ctl->held_arrival = hd->arrival;
+	ctl->held = hd->state;
+}
 
 /* Deliver the reorder-held frame into RX slot *fill if one is posted. */
 static bool deliver_held(struct sim_ring *r, uint32_t mask, uint32_t *fill,
-			 bool e2e, struct run_acc *acc)
+			 bool e2e, struct held *hd, struct run_acc *acc)
 {
-	struct sim_dir_ctl *ctl = r->ctl;
-	uint32_t j = *fill & mask, w = ctl->held_w;
+	uint32_t j = *fill & mask, w = hd->w;
 
 	if (!rx_slot(r, j, e2e)) {
 		if (e2e)
 			return false;
 		acc->overflow++;
-		ctl->held = 0;
+		hd->state = HELD_NONE;
 		return true;
 	}
 	deliver(r, j, r->held, sim_d_len(w), sim_d_pdf(w),
-		sim_d_flags(w) & SIM_DF_RX_CRC,
-		ctl->held_mflags & U4L_RX_NOWAKE, ctl->held_arrival, false);
+		sim_d_flags(w) & SIM_DF_RX_CRC, hd->mflags & U4L_RX_NOWAKE,
+		hd->arrival, false);
 	(*fill)++;
 	acc->rx_frames++;
 	acc->rx_bytes += sim_d_len(w);
-	if (!(ctl->held_mflags & U4L_RX_NOWAKE))
-		acc->wake = true;
-	ctl->held = 0;
+	if (!(hd->mflags & U4L_RX_NOWAKE)) {
+		if (sim_d_pdf(w) == U4L_PDF_CTRL)
+			acc->wake_ctrl = true;
+		else
+			acc->wake = true;
+	}
+	hd->state = HELD_NONE;
 	return true;
 }
 
@@ -234,185 +293,261 @@ static enum u4l_sim_verdict test_verdict(uint32_t end, const void *frame,
 		    U4L_SIM_PASS;
 }
 
+static void count_run(struct sim_seg *s, uint32_t se, uint32_t re,
+		      const struct run_acc *acc)
+{
+	struct u4l_counters *ts = &s->counters[se], *rs = &s->counters[re];
+
+	if (!(acc->tx_frames | acc->rx_frames | acc->drop | acc->overflow))
+		return;
+#define ADD(p, v)                                                              \
+	do {                                                                   \
+		if (v)                                                         \
+			u4l_count(&(p), (v));                                  \
+	} while (0)
+	ADD(ts->tx_frames, acc->tx_frames);
+	ADD(ts->tx_bytes, acc->tx_bytes);
+	ADD(rs->rx_frames, acc->rx_frames);
+	ADD(rs->rx_bytes, acc->rx_bytes);
+	ADD(rs->fault_drop, acc->drop);
+	ADD(rs->fault_dup, acc->dup);
+	ADD(rs->fault_reorder, acc->reorder);
+	ADD(rs->fault_crc, acc->crc);
+	ADD(rs->fault_stranded, acc->stranded);
+	ADD(rs->rx_overflow, acc->overflow);
+#undef ADD
+}
+
+/* One run of the DMA engine over direction d: what it reads once, and keeps. */
+struct engine_run {
+	struct sim_seg *s;
+	struct sim_ring *r;
+	const struct u4l_sim_faults *f;
+	uint32_t mask, se, run, fill, prod, moved;
+	bool loop, e2e, faults;
+	uint64_t rate, lat, now;
+	struct held hd;
+	struct run_acc acc;
+};
+
+/* What happens to one frame on the wire. */
+struct frame_fate {
+	enum u4l_sim_verdict v;
+	bool drop, dup, reorder, crc, str;
+};
+
+/* The test hook's verdict, else the cable's fault probabilities. */
+static struct frame_fate fate_of(struct engine_run *e, const uint8_t *src,
+				 uint32_t len, uint32_t pdf)
+{
+	struct frame_fate ff = {
+	    .v = e->loop ? U4L_SIM_PASS : test_verdict(e->se, src, len),
+	};
+
+	if (ff.v != U4L_SIM_PASS) {
+		ff.drop = ff.v == U4L_SIM_DROP;
+		ff.dup = ff.v == U4L_SIM_DUP;
+	} else if (e->faults) {
+		ff.drop = sim_chance(e->s, e->se, e->f->drop);
+		if (!ff.drop && pdf == U4L_PDF_CTRL)
+			ff.drop = sim_chance(e->s, e->se, e->f->drop_ctrl);
+		if (!ff.drop) {
+			ff.dup = sim_chance(e->s, e->se, e->f->dup);
+			ff.crc = sim_chance(e->s, e->se, e->f->crc);
+			ff.str = sim_chance(e->s, e->se, e->f->stranded);
+			ff.reorder = sim_chance(e->s, e->se, e->f->reorder);
+		}
+	}
+	return ff;
+}
+
+/* Copy a frame aside as the direction's reorder-held frame. */
+static void hold_frame(struct engine_run *e, const uint8_t *src, uint32_t len,
+		       uint32_t w, uint32_t mflags, uint64_t arrival,
+		       bool garbled)
+{
+	memcpy(e->r->held, src, len);
+	if (garbled)
+		garble(e->r->held, len);
+	e->hd.w = w;
+	e->hd.mflags = mflags;
+	e->hd.arrival = arrival;
+	e->hd.run = e->run;
+	e->hd.state = HELD_WAITING;
+}
+
+/*
+ * Frame (from TX slot src) into RX slot j, then its duplicate, the held
+ * frame it passed, and a late duplicate held back.
+ */
+static void deliver_frame(struct engine_run *e, uint32_t j, const uint8_t *src,
+			  uint32_t len, uint32_t pdf, uint64_t arr,
+			  const struct frame_fate *ff)
+{
+	struct sim_ring *r = e->r;
+	uint32_t dfl = ff->crc ? SIM_DF_RX_CRC : 0,
+		 mfl = ff->str ? U4L_RX_NOWAKE : 0;
+
+	deliver(r, j, src, len, pdf, dfl, mfl, arr, ff->crc);
+	e->fill++;
+	e->acc.rx_frames++;
+	e->acc.rx_bytes += len;
+	e->acc.crc += ff->crc;
+	e->acc.stranded += ff->str;
+	if (!ff->str && pdf == U4L_PDF_CTRL)
+		e->acc.wake_ctrl = true;
+	else if (!ff->str)
+		e->acc.wake = true;
+	if (ff->dup && rx_posted(r, e->fill & e->mask, __ATOMIC_ACQUIRE)) {
+		/* an identical copy, garbled bytes included */
+		deliver(r, e->fill & e->mask,
+			r->rx_pool + (size_t)j * U4L_FRAME_MAX, len, pdf, dfl,
+			mfl, arr, false);
+		e->fill++;
+		e->acc.dup++;
+		e->acc.rx_frames++;
+		e->acc.rx_bytes += len;
+	}
+	if (e->hd.state != HELD_NONE) {
+		e->hd.state = HELD_DUE;
+		if (arr > e->hd.arrival)
+			e->hd.arrival = arr;
+		deliver_held(r, e->mask, &e->fill, e->e2e, &e->hd, &e->acc);
+	}
+	if (ff->v == U4L_SIM_DUP_LATE && e->hd.state == HELD_NONE) {
+		hold_frame(e, src, len, sim_d_make(len, pdf, dfl), mfl, arr,
+			   false);
+		e->acc.dup++;
+	}
+}
+
+/*
+ * Move the frame of TX slot i onto the wire and into the peer's RX ring.
+ * Returns false when it must wait for an RX slot (E2E) and stays posted.
+ */
+static bool move_frame(struct engine_run *e, uint32_t i)
+{
+	struct sim_ring *r = e->r;
+	uint32_t w = __atomic_load_n(&r->tx_desc[i].w, __ATOMIC_RELAXED);
+	uint32_t len = sim_d_len(w), pdf = sim_d_pdf(w);
+
+	if ((sim_d_flags(w) & (SIM_DF_POSTED | SIM_DF_COMPLETED)) !=
+	    SIM_DF_POSTED) {
+		/* not a valid post (bad length at tx_post): complete, drop */
+		tx_complete(r, i, w, e->now);
+		return true;
+	}
+	uint32_t j = e->fill & e->mask;
+	bool have = rx_slot(r, j, e->e2e);
+	if (!have && e->e2e)
+		return false;
+	uint64_t dep =
+	    e->rate ? wire_reserve(e->s, e->se, e->now, len, e->rate) : e->now;
+	uint64_t arr = dep + e->lat;
+	const uint8_t *src = r->tx_pool + (size_t)i * U4L_FRAME_MAX;
+	struct frame_fate ff = fate_of(e, src, len, pdf);
+
+	e->acc.tx_frames++;
+	e->acc.tx_bytes += len;
+	if (ff.drop) {
+		e->acc.drop++;
+	} else if (!have) {
+		e->acc.overflow++;
+	} else if (ff.reorder && e->hd.state == HELD_NONE) {
+		/* Hold it; it goes right after the next frame. */
+		hold_frame(e, src, len,
+			   sim_d_make(len, pdf, ff.crc ? SIM_DF_RX_CRC : 0),
+			   ff.str ? U4L_RX_NOWAKE : 0, arr, ff.crc);
+		e->acc.reorder++;
+		e->acc.crc += ff.crc;
+		e->acc.stranded += ff.str;
+	} else {
+		deliver_frame(e, j, src, len, pdf, arr, &ff);
+	}
+	tx_complete(r, i, w, dep);
+	return true;
+}
+
+/* Read the cable's settings and the direction's shared state, once. */
+static void engine_begin(struct engine_run *e, struct sim_chan_h *h, uint32_t d,
+			 struct sim_snap *snap)
+{
+	struct sim_dir_ctl *ctl = h->ring[d].ctl;
+
+	e->s = h->dev->seg;
+	e->r = &h->ring[d];
+	e->mask = h->mask;
+	e->se = h->snd_end[d];
+	sim_snap_refresh(e->s, snap);
+	e->loop = h->loop;
+	e->e2e = e->loop || snap->e2e; /* software loopback never overflows */
+	e->faults = !e->loop && snap->any_fault[e->se];
+	e->rate = e->loop ? 0 : snap->rate_bps;
+	e->lat = e->loop ? 0 : snap->latency_ns;
+	e->f = &snap->faults[e->se];
+	e->prod = __atomic_load_n(&ctl->tx_prod, __ATOMIC_ACQUIRE);
+	e->moved = SIM_ONCE(ctl->tx_moved);
+	e->fill = SIM_ONCE(ctl->rx_fill);
+	e->run = SIM_ONCE(ctl->run_seq) + 1;
+	ctl->run_seq = e->run;
+	held_load(ctl, &e->hd);
+	/* corrupted by the sender: resynchronise */
+	if (e->prod - e->moved > h->depth)
+		e->moved = e->prod;
+	e->now = now_ns();
+}
+
+/* Write the direction's state back, count, and wake whoever waits. */
+static void engine_end(struct engine_run *e, struct sim_chan_h *h, uint32_t d,
+		       bool stalled)
+{
+	struct sim_dir_ctl *ctl = e->r->ctl;
+
+	if (!stalled)
+		__atomic_store_n(&ctl->backlog, 0, __ATOMIC_RELAXED);
+	held_store(ctl, &e->hd);
+	ctl->tx_moved = e->moved;
+	ctl->rx_fill = e->fill;
+
+	if (!e->loop)
+		count_run(e->s, e->se, h->rcv_end[d], &e->acc);
+	if (e->acc.wake || e->acc.wake_ctrl)
+		wake_rx(e->s, h->rcv_ctx[d], e->acc.wake);
+	/* A receiver's pump freed TX slots: the sender may wait for them. */
+	if (e->acc.moved && d != h->txd)
+		sim_wake_ctx(e->s, h->rcv_ctx[d ^ 1]);
+}
+
 /* The DMA engine for direction d; ctl->lock held. */
 static void engine_move(struct sim_chan_h *h, uint32_t d, struct sim_snap *snap,
 			bool doorbell)
 {
-	struct sim_seg *s = h->dev->seg;
-	struct sim_ring *r = &h->ring[d];
-	struct sim_dir_ctl *ctl = r->ctl;
-	uint32_t mask = h->mask, depth = h->depth;
-	uint32_t se = h->snd_end[d], re = h->rcv_end[d];
-	struct run_acc acc = {0};
+	struct engine_run e = {0};
 	bool stalled = false;
 
-	sim_snap_refresh(s, snap);
-	bool loop = h->loop;
-	bool e2e = loop || snap->e2e; /* software loopback never overflows */
-	bool faults = !loop && snap->any_fault[se];
-	uint64_t rate = loop ? 0 : snap->rate_bps;
-	uint64_t lat = loop ? 0 : snap->latency_ns;
-	const struct u4l_sim_faults *f = &snap->faults[se];
-
-	uint32_t prod = __atomic_load_n(&ctl->tx_prod, __ATOMIC_ACQUIRE);
-	uint32_t moved = ctl->tx_moved, fill = ctl->rx_fill;
-	uint32_t run = ++ctl->run_seq;
-	if (ctl->held > 2)
-		ctl->held = 0;	  /* corrupted */
-	if (prod - moved > depth) /* corrupted by the sender: resynchronise */
-		moved = prod;
-	uint64_t now = now_ns();
-
-	for (uint32_t n = 0; moved != prod && n < depth; n++) {
-		uint32_t i = moved & mask;
+	engine_begin(&e, h, d, snap);
+	for (uint32_t n = 0; e.moved != e.prod && n < h->depth; n++) {
 		/* A held frame that was already passed goes first. */
-		if (ctl->held == 2 &&
-		    !deliver_held(r, mask, &fill, e2e, &acc)) {
+		if (e.hd.state == HELD_DUE &&
+		    !deliver_held(e.r, e.mask, &e.fill, e.e2e, &e.hd, &e.acc)) {
 			stalled = true;
 			break;
 		}
-		uint32_t w =
-		    __atomic_load_n(&r->tx_desc[i].w, __ATOMIC_RELAXED);
-		uint32_t fl = sim_d_flags(w), len = sim_d_len(w),
-			 pdf = sim_d_pdf(w);
-		if ((fl & (SIM_DF_POSTED | SIM_DF_COMPLETED)) !=
-		    SIM_DF_POSTED) {
-			/* not a valid post (bad length at tx_post): complete,
-			 * drop */
-			tx_complete(r, i, w, now);
-			moved++;
-			acc.moved = true;
-			continue;
-		}
-		uint32_t j = fill & mask;
-		bool have = rx_slot(r, j, e2e);
-		if (!have && e2e) {
+		if (!move_frame(&e, e.moved & e.mask)) {
 			stalled = true;
 			break;
 		}
-		uint64_t dep = rate ? wire_reserve(s, se, now, len, rate) : now;
-		uint64_t arr = dep + lat;
-		const uint8_t *src = r->tx_pool + (size_t)i * U4L_FRAME_MAX;
-		enum u4l_sim_verdict v =
-		    loop ? U4L_SIM_PASS : test_verdict(se, src, len);
-		bool drop = false, dup = false, reorder = false, crc = false,
-		     str = false;
-		if (v != U4L_SIM_PASS) {
-			drop = v == U4L_SIM_DROP;
-			dup = v == U4L_SIM_DUP;
-		} else if (faults) {
-			drop = sim_chance(s, se, f->drop);
-			if (!drop && pdf == U4L_PDF_CTRL)
-				drop = sim_chance(s, se, f->drop_ctrl);
-			if (!drop) {
-				dup = sim_chance(s, se, f->dup);
-				crc = sim_chance(s, se, f->crc);
-				str = sim_chance(s, se, f->stranded);
-				reorder = sim_chance(s, se, f->reorder);
-			}
-		}
-		acc.tx_frames++;
-		acc.tx_bytes += len;
-		uint32_t dfl = crc ? SIM_DF_RX_CRC : 0,
-			 mfl = str ? U4L_RX_NOWAKE : 0;
-		if (drop) {
-			acc.drop++;
-		} else if (!have) {
-			acc.overflow++;
-		} else if (reorder && !ctl->held) {
-			/* Hold it; it goes right after the next frame. */
-			memcpy(r->held, src, len);
-			if (crc) {
-				r->held[0] ^= 0x5a;
-				r->held[len / 2] ^= 0xa5;
-				r->held[len - 1] ^= 0xff;
-			}
-			ctl->held_w = sim_d_make(len, pdf, dfl);
-			ctl->held_mflags = mfl;
-			ctl->held_arrival = arr;
-			ctl->held_run = run;
-			ctl->held = 1;
-			acc.reorder++;
-			acc.crc += crc;
-			acc.stranded += str;
-		} else {
-			deliver(r, j, src, len, pdf, dfl, mfl, arr, crc);
-			fill++;
-			acc.rx_frames++;
-			acc.rx_bytes += len;
-			acc.crc += crc;
-			acc.stranded += str;
-			if (!str)
-				acc.wake = true;
-			if (dup &&
-			    rx_posted(r, fill & mask, __ATOMIC_ACQUIRE)) {
-				/* an identical copy, garbled bytes included */
-				deliver(r, fill & mask,
-					r->rx_pool + (size_t)j * U4L_FRAME_MAX,
-					len, pdf, dfl, mfl, arr, false);
-				fill++;
-				acc.dup++;
-				acc.rx_frames++;
-				acc.rx_bytes += len;
-			}
-			if (ctl->held) {
-				ctl->held = 2; /* passed: due now */
-				if (arr > ctl->held_arrival)
-					ctl->held_arrival = arr;
-				deliver_held(r, mask, &fill, e2e, &acc);
-			}
-			if (v == U4L_SIM_DUP_LATE && !ctl->held) {
-				memcpy(r->held, src, len);
-				ctl->held_w = sim_d_make(len, pdf, dfl);
-				ctl->held_mflags = mfl;
-				ctl->held_arrival = arr;
-				ctl->held_run = run;
-				ctl->held = 1;
-				acc.dup++;
-			}
-		}
-		tx_complete(r, i, w, dep);
-		moved++;
-		acc.moved = true;
+		e.moved++;
+		e.acc.moved = true;
 	}
 	/* Nothing passed a frame held by an earlier doorbell: flush it now. */
-	if (!stalled && ctl->held &&
-	    (ctl->held == 2 || (doorbell && ctl->held_run != run))) {
-		ctl->held = 2;
-		if (!deliver_held(r, mask, &fill, e2e, &acc))
+	if (!stalled && e.hd.state != HELD_NONE &&
+	    (e.hd.state == HELD_DUE || (doorbell && e.hd.run != e.run))) {
+		e.hd.state = HELD_DUE;
+		if (!deliver_held(e.r, e.mask, &e.fill, e.e2e, &e.hd, &e.acc))
 			stalled = true;
 	}
-	if (!stalled)
-		__atomic_store_n(&ctl->backlog, 0, __ATOMIC_RELAXED);
-	ctl->tx_moved = moved;
-	ctl->rx_fill = fill;
-
-	if (!loop &&
-	    (acc.tx_frames | acc.rx_frames | acc.drop | acc.overflow)) {
-		struct u4l_counters *ts = &s->counters[se],
-				    *rs = &s->counters[re];
-#define ADD(p, v)                                                              \
-	do {                                                                   \
-		if (v)                                                         \
-			__atomic_fetch_add(&(p), (v), __ATOMIC_RELAXED);       \
-	} while (0)
-		ADD(ts->tx_frames, acc.tx_frames);
-		ADD(ts->tx_bytes, acc.tx_bytes);
-		ADD(rs->rx_frames, acc.rx_frames);
-		ADD(rs->rx_bytes, acc.rx_bytes);
-		ADD(rs->fault_drop, acc.drop);
-		ADD(rs->fault_dup, acc.dup);
-		ADD(rs->fault_reorder, acc.reorder);
-		ADD(rs->fault_crc, acc.crc);
-		ADD(rs->fault_stranded, acc.stranded);
-		ADD(rs->rx_overflow, acc.overflow);
-#undef ADD
-	}
-	if (acc.wake)
-		sim_wake_ctx(s, h->rcv_ctx[d]);
-	/* A receiver's pump freed TX slots: the sender may wait for them. */
-	if (acc.moved && d != h->txd)
-		sim_wake_ctx(s, h->rcv_ctx[d ^ 1]);
+	engine_end(&e, h, d, stalled);
 }
 
 /*
@@ -452,7 +587,7 @@ static void tx_reap(struct sim_chan_h *h)
 		    __atomic_load_n(&r->tx_desc[i].w, __ATOMIC_ACQUIRE);
 		if (!(sim_d_flags(w) & SIM_DF_COMPLETED))
 			break;
-		uint64_t t = r->tx_done[i];
+		uint64_t t = SIM_ONCE(r->tx_done[i]);
 		if (t > h->tx_now) {
 			h->tx_now = now_ns();
 			if (t > h->tx_now && t - h->tx_now < SIM_FUTURE_MAX_NS)
@@ -480,9 +615,13 @@ void *sim_tx_slot(struct u4l_chan *chan)
 			engine_run(h, h->txd, &h->tx_snap, false);
 			tx_reap(h);
 		}
-		if (h->tx_prod - h->tx_reap >= h->depth)
+		if (h->tx_prod - h->tx_reap >= h->depth) {
+			__atomic_store_n(&h->tx_full, 1, __ATOMIC_SEQ_CST);
 			return NULL;
+		}
 	}
+	if (h->tx_full)
+		__atomic_store_n(&h->tx_full, 0, __ATOMIC_RELAXED);
 	return h->ring[h->txd].tx_pool +
 	       (size_t)(h->tx_prod & h->mask) * U4L_FRAME_MAX;
 }
@@ -544,16 +683,22 @@ int sim_rx_peek(struct u4l_chan *chan, struct u4l_rx_frame *frame)
 	if (!(sim_d_flags(w) & SIM_DF_COMPLETED))
 		return 0;
 	const struct sim_meta *m = &r->rx_meta[j];
-	uint64_t arr = m->arrival_ns;
+	uint64_t arr = SIM_ONCE(m->arrival_ns);
 	if (arr > h->rx_now) {
 		h->rx_now = now_ns();
 		if (arr > h->rx_now && arr - h->rx_now < SIM_FUTURE_MAX_NS)
 			return 0; /* still on the wire */
 	}
-	frame->buf = r->rx_pool + (size_t)j * U4L_FRAME_MAX;
+	/*
+	 * The peer can write its RX pool (our RX ring's buffers) at any
+	 * moment: the engine reads a private copy, so what it validated is
+	 * what it uses.
+	 */
 	frame->len = sim_d_len(w);
+	memcpy(h->rx_copy, r->rx_pool + (size_t)j * U4L_FRAME_MAX, frame->len);
+	frame->buf = h->rx_copy;
 	frame->flags = ((sim_d_flags(w) & SIM_DF_RX_CRC) ? U4L_RX_CRC_ERR : 0) |
-		       (m->flags & U4L_RX_NOWAKE);
+		       (SIM_ONCE(m->flags) & U4L_RX_NOWAKE);
 	return 1;
 }
 
@@ -586,28 +731,30 @@ bool sim_chan_ready(struct sim_chan_h *h, uint64_t now, uint64_t *next)
 	uint32_t w = __atomic_load_n(&r->rx_desc[j].w, __ATOMIC_ACQUIRE);
 	if (sim_d_flags(w) & SIM_DF_COMPLETED) {
 		const struct sim_meta *m = &r->rx_meta[j];
+		uint64_t arr = SIM_ONCE(m->arrival_ns);
 		/* A stranded frame at the head does not end a sleep. */
-		if (!(m->flags & U4L_RX_NOWAKE)) {
-			if (m->arrival_ns <= now ||
-			    m->arrival_ns - now >= SIM_FUTURE_MAX_NS)
+		if (!(SIM_ONCE(m->flags) & U4L_RX_NOWAKE)) {
+			if (arr <= now || arr - now >= SIM_FUTURE_MAX_NS)
 				return true;
-			if (m->arrival_ns < *next)
-				*next = m->arrival_ns;
+			if (arr < *next)
+				*next = arr;
 		}
 	}
 	/*
-	 * The oldest TX slot: wake when it leaves the wire. A full ring whose
-	 * oldest slot is free again (a receiver's pump moved it) is "ready" so
-	 * that a sender waiting for TX space cannot miss that wakeup.
+	 * A sender that found the ring full waits for the oldest TX slot:
+	 * wake when it leaves the wire. A full ring whose oldest slot is free
+	 * again (a receiver's pump moved it) is "ready" so that it cannot miss
+	 * that wakeup. Slots are reaped lazily, so a ring nobody waits on may
+	 * look full: that is no reason to wake.
 	 */
 	struct sim_ring *t = &h->ring[h->txd];
 	uint32_t reap = __atomic_load_n(&h->tx_reap, __ATOMIC_RELAXED);
 	uint32_t prod = __atomic_load_n(&h->tx_prod, __ATOMIC_RELAXED);
-	if (reap != prod) {
+	if (reap != prod && __atomic_load_n(&h->tx_full, __ATOMIC_SEQ_CST)) {
 		uint32_t i = reap & h->mask;
 		w = __atomic_load_n(&t->tx_desc[i].w, __ATOMIC_SEQ_CST);
 		if (sim_d_flags(w) & SIM_DF_COMPLETED) {
-			uint64_t done = t->tx_done[i];
+			uint64_t done = SIM_ONCE(t->tx_done[i]);
 			if (done > now) {
 				if (done < *next)
 					*next = done;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The completer: ACKs, NAKs, READ responses and atomic responses arriving
- * at the requester. It decides which WQEs are done and what to send again.
+ * at the requester. It decides which WQEs are done and what to send again,
+ * and produces the send queue's completions, in order.
  */
 #include <string.h>
 
@@ -24,6 +25,7 @@ static void progress(struct u4v_qp *qp)
 {
 	qp->retries_left = qp->retry_cnt;
 	qp->rnr_left = qp->rnr_retry;
+	qp->busy_waits = 0;
 	u4v_req_arm_timer(qp, u4v_now());
 }
 
@@ -141,13 +143,17 @@ static bool ack_to(struct u4v_qp *qp, uint32_t psn, enum ack_kind kind)
 	return upto == psn;
 }
 
+/*
+ * A NAK ends the WQE its PSN belongs to. One that names no outstanding WQE
+ * answers a stale duplicate (a READ request that was sent again and served
+ * again after the original completed): it is dropped, never charged to
+ * another WQE.
+ */
 static void fail_at(struct u4v_qp *qp, uint32_t psn, enum ibv_wc_status st)
 {
 	struct u4v_swqe *w = u4v_req_find(qp, psn);
 
-	if (!w)
-		w = u4v_sq_at(qp, qp->sq_head);
-	if (qp->sq_count)
+	if (w)
 		finish(w, st);
 }
 
@@ -175,7 +181,7 @@ static void on_aeth(struct u4v_qp *qp, const struct u4w_hdr *h)
 	switch (h->syndrome) {
 	case U4W_AETH_ACK:
 		if (h->psn == qp->acked_psn && dup_ack_counts(qp)) {
-			__atomic_fetch_add(&cnt->dup_acks, 1, __ATOMIC_RELAXED);
+			u4l_count(&cnt->dup_acks, 1);
 			if (++qp->dup_acks == U4V_DUP_ACK_THRESH) {
 				qp->dup_acks = 0;
 				qp->resend_one = true;
@@ -186,7 +192,7 @@ static void on_aeth(struct u4v_qp *qp, const struct u4w_hdr *h)
 		break;
 	case U4W_AETH_RNR_NAK:
 		ack_to(qp, prev, ACK_NAK);
-		__atomic_fetch_add(&cnt->rnr_naks_rcvd, 1, __ATOMIC_RELAXED);
+		u4l_count(&cnt->rnr_naks_rcvd, 1);
 		if (qp->rnr_retry != 7) {
 			if (!qp->rnr_left) {
 				fail_at(qp, h->psn, IBV_WC_RNR_RETRY_EXC_ERR);
@@ -201,7 +207,7 @@ static void on_aeth(struct u4v_qp *qp, const struct u4w_hdr *h)
 		break;
 	case U4W_AETH_NAK_SEQ:
 		ack_to(qp, prev, ACK_NAK);
-		__atomic_fetch_add(&cnt->seq_naks_rcvd, 1, __ATOMIC_RELAXED);
+		u4l_count(&cnt->seq_naks_rcvd, 1);
 		qp->resend_one = true;
 		qp->resend_psn = h->psn;
 		break;
@@ -228,7 +234,7 @@ static bool response_fits(const struct u4v_swqe *w, const struct u4w_hdr *h)
 
 	if (h->syndrome != U4W_AETH_ACK)
 		return false;
-	if (w->opcode != IBV_WR_RDMA_READ)
+	if (!(u4w_wr_flags(w->opcode) & U4W_WRF_READ))
 		return op == U4W_ATOMIC_ACK;
 	if (op == U4W_ATOMIC_ACK)
 		return false;
@@ -251,16 +257,15 @@ static void on_response(struct u4v_qp *qp, const struct u4w_hdr *h,
 			const uint8_t *payload)
 {
 	struct u4v_swqe *w = u4v_req_find(qp, h->psn);
+	enum ibv_wc_status st;
 	uint32_t seq = 0;
 
 	if (!w || !u4v_rd_atomic(w->opcode) || w->state == U4V_WQE_DONE) {
-		__atomic_fetch_add(&qp->ctx->cnt->dup_frames_rcvd, 1,
-				   __ATOMIC_RELAXED);
+		u4l_count(&qp->ctx->cnt->dup_frames_rcvd, 1);
 		return;
 	}
 	if (!response_fits(w, h)) {
-		__atomic_fetch_add(&qp->ctx->cnt->bad_frames, 1,
-				   __ATOMIC_RELAXED);
+		u4l_count(&qp->ctx->cnt->bad_frames, 1);
 		return;
 	}
 	if (psn_diff(h->psn, qp->acked_psn) > 0) {
@@ -271,8 +276,7 @@ static void on_response(struct u4v_qp *qp, const struct u4w_hdr *h,
 
 		if (r <= 0) {
 			if (!r)
-				__atomic_fetch_add(&qp->ctx->cnt->dup_frames_rcvd,
-						   1, __ATOMIC_RELAXED);
+				u4l_count(&qp->ctx->cnt->dup_frames_rcvd, 1);
 			return;
 		}
 		/* asks are served in order: older ones still open were lost */
@@ -280,15 +284,89 @@ static void on_response(struct u4v_qp *qp, const struct u4w_hdr *h,
 			u4v_holes_reask(&qp->rd_holes, seq);
 		progress(qp);
 	}
-	if (w->opcode == IBV_WR_RDMA_READ)
-		u4v_sge_copy_in(w->sge, w->num_sge,
-				(uint64_t)psn_diff(h->psn, w->first_psn) *
-					U4W_GRANULE,
-				payload, h->paylen);
+	/* the local buffers are checked as they are written */
+	if (u4w_wr_flags(w->opcode) & U4W_WRF_READ)
+		st = u4v_sge_copy_in(qp->pd, w->sge, w->num_sge,
+				     (uint64_t)psn_diff(h->psn, w->first_psn) *
+					     U4W_GRANULE,
+				     payload, h->paylen);
 	else
-		memcpy((void *)(uintptr_t)w->sge[0].addr, &h->orig, 8);
-	if (++w->resp_placed == w->npsn)
-		finish(w, IBV_WC_SUCCESS);
+		st = u4v_sge_copy_in(qp->pd, w->sge, 1, 0, &h->orig, 8);
+	if (st || ++w->resp_placed == w->npsn)
+		finish(w, st);
+}
+
+/* A send WQE's completion, if it is signaled or failed. */
+static void send_wc(struct u4v_qp *qp, const struct u4v_swqe *w,
+		    enum ibv_wc_status status, enum ibv_wc_opcode opcode,
+		    uint32_t byte_len)
+{
+	struct ibv_wc wc;
+
+	if (!status && !qp->sq_sig_all && !(w->send_flags & IBV_SEND_SIGNALED))
+		return;
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = w->wr_id;
+	wc.status = status;
+	wc.opcode = opcode;
+	wc.byte_len = byte_len;
+	wc.qp_num = qp->qpn;
+	u4v_cq_push(qp->scq, &wc, false);
+}
+
+/*
+ * Retire finished WQEs in order and produce their completions, whoever
+ * finished them: an ACK or response here, the requester (a UD send on its
+ * way, a local operation, a payload it could not read, the retry timer).
+ * The first error takes the QP down.
+ */
+void u4v_comp_retire(struct u4v_qp *qp)
+{
+	while (qp->sq_count) {
+		struct u4v_swqe *w = u4v_sq_at(qp, qp->sq_head);
+
+		if (w->state != U4V_WQE_DONE)
+			break;
+		/*
+		 * The first error takes the QP down: it is in ERR before its
+		 * completion can be polled (an application that sees the error
+		 * and queries the QP finds ERR), the rest is flushed after it.
+		 */
+		if (w->status)
+			u4v_qp_enter_error(qp);
+		send_wc(qp, w, w->status, u4w_wc_opcode(w->opcode),
+			(uint32_t)w->length);
+		if (qp->sq_send == qp->sq_head)
+			qp->sq_send = qp->sq_send + 1;
+		if (w->psn_assigned && qp->type == IBV_QPT_RC &&
+		    u4v_rd_atomic(w->opcode) && qp->rd_pending)
+			qp->rd_pending--;
+		qp->sq_head = qp->sq_head + 1;
+		qp->sq_count--;
+		if (w->status) {
+			u4v_qp_flush(qp);
+			return;
+		}
+	}
+}
+
+/*
+ * The QP is in ERR: every WQE left in the send queue completes flushed
+ * (one that finished with an error keeps its status).
+ */
+void u4v_comp_flush(struct u4v_qp *qp)
+{
+	while (qp->sq_count) {
+		struct u4v_swqe *w = u4v_sq_at(qp, qp->sq_head);
+		bool done = w->state == U4V_WQE_DONE;
+
+		send_wc(qp, w, done ? w->status : IBV_WC_WR_FLUSH_ERR,
+			IBV_WC_SEND, 0);
+		qp->sq_head = qp->sq_head + 1;
+		qp->sq_count--;
+	}
+	qp->sq_send = qp->sq_tail = qp->sq_head;
+	qp->rd_pending = 0;
 }
 
 void u4v_comp_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
@@ -301,7 +379,7 @@ void u4v_comp_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 		on_aeth(qp, h);
 	else
 		on_response(qp, h, payload);
-	u4v_req_complete_ready(qp);
+	u4v_comp_retire(qp);
 	if (qp->state != IBV_QPS_ERR)
 		u4v_qp_tx(qp);
 }

@@ -61,7 +61,7 @@ void u4v_hold_drain(struct u4v_qp *qp)
 			pop(qp);
 			continue;
 		}
-		payload = (const uint8_t *)f->frame + u4w_hdr_len(h.opcode);
+		payload = u4w_payload(f->frame, &h);
 		done = qp->type == IBV_QPT_UD ?
 			       u4v_ud_frame(qp, &h, payload, may_hold) :
 			       u4v_resp_frame(qp, qp->peer, &h, payload, f->frame,

@@ -103,10 +103,14 @@ static int check_values(const struct u4v_qp *qp,
 		return EINVAL;
 	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
 		return EINVAL;
+	/* only the remote rights mean anything for a QP; the other access
+	 * flags of an MR are accepted (applications pass their MR's) */
 	if ((mask & IBV_QP_ACCESS_FLAGS) &&
 	    (a->qp_access_flags &
 	     ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-	       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
+	       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+	       IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
+	       IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)))
 		return EINVAL;
 	if ((mask & IBV_QP_DEST_QPN) &&
 	    (a->dest_qp_num > U4V_PSN_MASK ||

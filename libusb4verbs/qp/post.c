@@ -16,13 +16,31 @@
 	(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |            \
 	 IBV_SEND_INLINE)
 
+/*
+ * A bind names a window of this context and an MR (when it has a length);
+ * whether the bind is allowed is decided when it executes (a completion
+ * with IBV_WC_MW_BIND_ERR), as the window's state may change before then.
+ */
+static int check_bind_wr(struct u4v_qp *qp, const struct ibv_send_wr *wr)
+{
+	const struct ibv_mw_bind_info *bi = &wr->bind_mw.bind_info;
+	struct u4v_mw *mw;
+
+	if (!wr->bind_mw.mw)
+		return EINVAL;
+	mw = u4v_mw_from_ibv(wr->bind_mw.mw);
+	if (mw->pd->ctx != qp->ctx || (bi->length && !bi->mr))
+		return EINVAL;
+	return 0;
+}
+
 static int check_send_wr(struct u4v_qp *qp, const struct ibv_send_wr *wr,
 			 uint64_t *length)
 {
-	bool atomic = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		      wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	unsigned int wrf = u4w_wr_flags(wr->opcode);
+	bool atomic = wrf & U4W_WRF_ATOMIC;
 	bool inl = (wr->send_flags & IBV_SEND_INLINE) &&
-		   wr->opcode != IBV_WR_RDMA_READ && !atomic;
+		   (wrf & U4W_WRF_PAYLOAD);
 	int local_access = 0;
 	uint64_t total = 0;
 	int i;
@@ -31,6 +49,10 @@ static int check_send_wr(struct u4v_qp *qp, const struct ibv_send_wr *wr,
 		return EINVAL;
 	if (wr->send_flags & ~KNOWN_SEND_FLAGS)
 		return EINVAL;
+	if (wrf & U4W_WRF_LOCAL) { /* no SGEs, no payload */
+		*length = 0;
+		return wr->opcode == IBV_WR_BIND_MW ? check_bind_wr(qp, wr) : 0;
+	}
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
 		return EINVAL;
 	if (wr->num_sge && !wr->sg_list)
@@ -38,7 +60,7 @@ static int check_send_wr(struct u4v_qp *qp, const struct ibv_send_wr *wr,
 	if (atomic && (wr->num_sge != 1 || wr->sg_list[0].length < 8 ||
 		       (wr->wr.atomic.remote_addr & 7)))
 		return EINVAL;
-	if (wr->opcode == IBV_WR_RDMA_READ || atomic)
+	if (wrf & U4W_WRF_RESPONSE) /* the response is written locally */
 		local_access = IBV_ACCESS_LOCAL_WRITE;
 	for (i = 0; i < wr->num_sge; i++)
 		total += wr->sg_list[i].length;
@@ -70,13 +92,71 @@ static int check_send_wr(struct u4v_qp *qp, const struct ibv_send_wr *wr,
 	return 0;
 }
 
+/* The operands of the opcode: remote address and key, atomic values, bind. */
+static void fill_operands(struct u4v_swqe *w, const struct ibv_send_wr *wr,
+			  unsigned int wrf)
+{
+	if (wrf & U4W_WRF_ATOMIC) {
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		if (wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			w->swap_add = wr->wr.atomic.compare_add;
+		} else {
+			w->compare = wr->wr.atomic.compare_add;
+			w->swap_add = wr->wr.atomic.swap;
+		}
+		w->sge[0].length = 8;
+	} else if (wrf & U4W_WRF_RDMA) {
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+	} else if (wrf & U4W_WRF_INV) {
+		w->rkey = wr->invalidate_rkey;
+	} else if (wr->opcode == IBV_WR_BIND_MW) {
+		const struct ibv_mw_bind_info *bi = &wr->bind_mw.bind_info;
+
+		w->rkey = wr->bind_mw.rkey;
+		w->bind_mw_key = u4v_mw_from_ibv(wr->bind_mw.mw)->key_base;
+		w->bind_lkey = bi->length ? bi->mr->lkey : 0;
+		w->bind_addr = bi->addr;
+		w->bind_len = bi->length;
+		w->bind_access = (int)bi->mw_access_flags;
+	}
+}
+
+/* A UD WR's destination: its AH, QPN and Q_Key. */
+static void fill_ud_dest(struct u4v_qp *qp, struct u4v_swqe *w,
+			 const struct ibv_send_wr *wr)
+{
+	w->remote_qpn = wr->wr.ud.remote_qpn;
+	w->remote_qkey = wr->wr.ud.remote_qkey;
+	/* a qkey with the high bit set means "use the QP's own" */
+	if (w->remote_qkey & 0x80000000u)
+		w->remote_qkey = qp->qkey;
+	w->remote_ctx = u4v_qpn_ctx(w->remote_qpn);
+	w->ah = container_of(wr->wr.ud.ah, struct u4v_ah, ibv);
+}
+
+/* An inline WR's payload, gathered now into the slot's inline buffer. */
+static void copy_inline(struct u4v_qp *qp, struct u4v_swqe *w,
+			const struct ibv_send_wr *wr, uint32_t slot)
+{
+	uint64_t off = 0;
+	int i;
+
+	w->inline_data = qp->sq_inline + (size_t)slot * qp->cap.max_inline_data;
+	for (i = 0; i < wr->num_sge; i++) {
+		memcpy(w->inline_data + off,
+		       (const void *)(uintptr_t)wr->sg_list[i].addr,
+		       wr->sg_list[i].length);
+		off += wr->sg_list[i].length;
+	}
+}
+
 static void fill_wqe(struct u4v_qp *qp, struct u4v_swqe *w,
 		     const struct ibv_send_wr *wr, uint64_t length,
 		     uint32_t slot)
 {
-	bool atomic = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		      wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-	int i;
+	unsigned int wrf = u4w_wr_flags(wr->opcode);
 
 	memset(w, 0, sizeof(*w));
 	w->wr_id = wr->wr_id;
@@ -85,52 +165,22 @@ static void fill_wqe(struct u4v_qp *qp, struct u4v_swqe *w,
 	w->imm = wr->imm_data;
 	w->length = length;
 	w->sge = &qp->sq_sges[(size_t)slot * qp->cap.max_send_sge];
-	w->num_sge = (uint32_t)wr->num_sge;
-	if (wr->num_sge)
+	w->num_sge = wrf & U4W_WRF_LOCAL ? 0 : (uint32_t)wr->num_sge;
+	if (w->num_sge)
 		memcpy(w->sge, wr->sg_list, sizeof(*w->sge) * w->num_sge);
-	if (atomic) {
-		w->remote_addr = wr->wr.atomic.remote_addr;
-		w->rkey = wr->wr.atomic.rkey;
-		w->compare_add = wr->wr.atomic.compare_add;
-		w->swap = wr->wr.atomic.swap;
-		w->sge[0].length = 8;
-	} else if (wr->opcode != IBV_WR_SEND &&
-		   wr->opcode != IBV_WR_SEND_WITH_IMM) {
-		w->remote_addr = wr->wr.rdma.remote_addr;
-		w->rkey = wr->wr.rdma.rkey;
-	}
-	if (qp->type == IBV_QPT_UD) {
-		struct u4v_ah *ah = container_of(wr->wr.ud.ah, struct u4v_ah,
-						 ibv);
-
-		w->remote_qpn = wr->wr.ud.remote_qpn;
-		w->remote_qkey = wr->wr.ud.remote_qkey;
-		/* a qkey with the high bit set means "use the QP's own" */
-		if (w->remote_qkey & 0x80000000u)
-			w->remote_qkey = qp->qkey;
-		w->remote_ctx = u4v_qpn_ctx(w->remote_qpn);
-		w->ah_global = ah->attr.is_global;
-	}
-	if ((wr->send_flags & IBV_SEND_INLINE) && !atomic &&
-	    wr->opcode != IBV_WR_RDMA_READ) {
-		uint64_t off = 0;
-
-		w->inline_data = qp->sq_inline +
-				 (size_t)slot * qp->cap.max_inline_data;
-		for (i = 0; i < wr->num_sge; i++) {
-			memcpy(w->inline_data + off,
-			       (const void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			off += wr->sg_list[i].length;
-		}
-	}
+	fill_operands(w, wr, wrf);
+	if (qp->type == IBV_QPT_UD)
+		fill_ud_dest(qp, w, wr);
+	if ((wr->send_flags & IBV_SEND_INLINE) && (wrf & U4W_WRF_PAYLOAD))
+		copy_inline(qp, w, wr, slot);
 	w->state = U4V_WQE_POSTED;
 	w->status = IBV_WC_SUCCESS;
-	w->nframes = wr->opcode == IBV_WR_RDMA_READ || atomic ?
-			     1 :
-			     u4f_nframes(length);
-	w->npsn = wr->opcode == IBV_WR_RDMA_READ ? u4f_nframes(length) :
-						   w->nframes;
+	/* a READ takes one request frame and a PSN per response frame; a
+	 * local operation none */
+	w->nframes = wrf & U4W_WRF_PAYLOAD ? u4f_nframes(length) :
+		     wrf & U4W_WRF_LOCAL   ? 0 :
+					     1;
+	w->npsn = wrf & U4W_WRF_READ ? u4f_nframes(length) : w->nframes;
 }
 
 int u4v_post_send(struct u4v_qp *qp, struct ibv_send_wr *wr,
@@ -141,6 +191,7 @@ int u4v_post_send(struct u4v_qp *qp, struct ibv_send_wr *wr,
 
 	if (!qp || !wr)
 		return EINVAL;
+	u4v_progress_app_call(qp->ctx);
 	pthread_mutex_lock(&qp->lock);
 	switch (qp->state) {
 	case IBV_QPS_RTS:
@@ -193,7 +244,7 @@ int u4v_post_recv(struct u4v_qp *qp, struct ibv_recv_wr *wr,
 		goto out;
 	}
 	for (; wr; wr = wr->next) {
-		ret = u4v_rq_post(&qp->rq, qp->pd, wr);
+		ret = u4v_rq_post(&qp->rq, wr);
 		if (ret)
 			break;
 	}

@@ -180,10 +180,22 @@ static void unschedule(struct u4v_qp *qp)
 	qp->on_pending = false;
 }
 
+/* An ACK held for the application's answer goes out now (ctx/progress.c). */
+void u4v_qp_flush_held_ack(struct u4v_qp *qp)
+{
+	pthread_mutex_lock(&qp->lock);
+	if (qp->ack_due) {
+		qp->ack_due = 0;
+		u4v_resp_tx(qp);
+	}
+	pthread_mutex_unlock(&qp->lock);
+}
+
 int u4v_destroy_qp(struct u4v_qp *qp)
 {
 	struct u4v_ctx *ctx = qp->ctx;
 
+	u4v_qp_flush_held_ack(qp);
 	/* no progress pass may still hold it once it leaves the table */
 	pthread_mutex_lock(&ctx->progress_lock);
 	pthread_mutex_lock(&ctx->obj_lock);
@@ -193,6 +205,7 @@ int u4v_destroy_qp(struct u4v_qp *qp)
 	unschedule(qp);
 	pthread_mutex_unlock(&ctx->progress_lock);
 
+	u4v_mw_qp_gone(qp);
 	atomic_fetch_sub(&qp->pd->refs, 1);
 	atomic_fetch_sub(&qp->scq->refs, 1);
 	atomic_fetch_sub(&qp->rcq->refs, 1);
@@ -226,23 +239,7 @@ void u4v_qp_flush(struct u4v_qp *qp)
 	struct ibv_sge sges[U4V_MAX_SGE];
 	struct ibv_wc wc;
 
-	while (qp->sq_count) {
-		struct u4v_swqe *s = u4v_sq_at(qp, qp->sq_head);
-
-		memset(&wc, 0, sizeof(wc));
-		wc.wr_id = s->wr_id;
-		wc.status = s->state == U4V_WQE_DONE ? s->status :
-						       IBV_WC_WR_FLUSH_ERR;
-		wc.opcode = IBV_WC_SEND;
-		wc.qp_num = qp->qpn;
-		if (wc.status || qp->sq_sig_all ||
-		    (s->send_flags & IBV_SEND_SIGNALED))
-			u4v_cq_push(qp->scq, &wc, false);
-		qp->sq_head = qp->sq_head + 1;
-		qp->sq_count--;
-	}
-	qp->sq_send = qp->sq_tail = qp->sq_head;
-	qp->rd_pending = 0;
+	u4v_comp_flush(qp);
 	if (qp->have_rwqe) {
 		memset(&wc, 0, sizeof(wc));
 		wc.wr_id = qp->cur_rwqe.wr_id;
@@ -267,15 +264,20 @@ void u4v_qp_flush(struct u4v_qp *qp)
 	u4f_reorder_clear(&qp->req_reorder);
 }
 
-void u4v_qp_to_error(struct u4v_qp *qp)
+void u4v_qp_enter_error(struct u4v_qp *qp)
 {
 	bool was_error = qp->state == IBV_QPS_ERR;
 
 	qp->state = IBV_QPS_ERR;
-	u4v_qp_flush(qp);
 	if (!was_error && qp->srq)
 		u4v_async_event(qp->ctx, qp->handle,
 				IBV_EVENT_QP_LAST_WQE_REACHED);
+}
+
+void u4v_qp_to_error(struct u4v_qp *qp)
+{
+	u4v_qp_enter_error(qp);
+	u4v_qp_flush(qp);
 }
 
 static void reset_state(struct u4v_qp *qp)
@@ -301,6 +303,7 @@ static void reset_state(struct u4v_qp *qp)
 	qp->rd_pending = 0;
 	u4v_holes_reset(&qp->rd_holes);
 	qp->ack_pending = false;
+	qp->ack_due = 0;
 	qp->nak_sent = false;
 	qp->pending_nak = 0;
 	qp->retry_deadline = qp->rnr_deadline = qp->probe_deadline = 0;
@@ -320,6 +323,7 @@ int u4v_modify_qp(struct u4v_qp *qp, struct ibv_qp_attr *attr, int mask)
 	struct u4v_peer *peer = NULL;
 	int ret;
 
+	u4v_qp_flush_held_ack(qp);
 	pthread_mutex_lock(&qp->lock);
 	cur = qp->state;
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
@@ -341,8 +345,14 @@ int u4v_modify_qp(struct u4v_qp *qp, struct ibv_qp_attr *attr, int mask)
 		qp->peer = peer;
 		qp->remote_ctx = u4v_qpn_ctx(attr->dest_qp_num);
 	}
-	if (next == IBV_QPS_RESET && cur != IBV_QPS_RESET)
+	if (next == IBV_QPS_RESET && cur != IBV_QPS_RESET) {
 		reset_state(qp);
+		/* a QP back in RESET starts afresh: its completions not yet
+		 * polled go too (as libmlx4/libmlx5 clean their CQs) */
+		u4v_cq_clean(qp->scq, qp->qpn);
+		if (qp->rcq != qp->scq)
+			u4v_cq_clean(qp->rcq, qp->qpn);
+	}
 	if (next == IBV_QPS_RTS && cur == IBV_QPS_RTR) {
 		qp->acked_psn = psn_add(qp->sq_psn, U4V_PSN_MASK);
 		qp->retries_left = qp->retry_cnt;

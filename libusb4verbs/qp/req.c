@@ -19,8 +19,11 @@ static uint32_t rd_limit(const struct u4v_qp *qp)
 }
 
 /*
- * Frame idx of WQE w; false when the TX ring is full. For a READ, idx is
- * the first response asked for and rd_n how many (0: to the end).
+ * Frame idx of WQE w. For a READ, idx is the first response asked for and
+ * rd_n how many (0: to the end). False when it could not be sent now: the
+ * TX ring is full, or its payload could not be read (its MR went or moved,
+ * an ODP page is gone), and then the WQE completed with that status and
+ * the QP went to the error state, where pushing again does nothing.
  */
 static bool emit_frame(struct u4v_qp *qp, struct u4v_peer *peer,
 		       struct u4v_swqe *w, uint32_t idx, uint32_t rd_n)
@@ -30,6 +33,8 @@ static bool emit_frame(struct u4v_qp *qp, struct u4v_peer *peer,
 	const void *payload = NULL;
 	uint64_t off = (uint64_t)idx * U4W_GRANULE;
 	bool last = idx + 1 == w->nframes || u4v_rd_atomic(w->opcode);
+	unsigned int wrf = u4w_wr_flags(w->opcode);
+	int ret;
 
 	memset(&h, 0, sizeof(h));
 	h.opcode = u4w_qpt_transport(qp->type) |
@@ -41,47 +46,46 @@ static bool emit_frame(struct u4v_qp *qp, struct u4v_peer *peer,
 		h.flags |= U4W_F_SOLICITED;
 	if (last && qp->type == IBV_QPT_RC)
 		h.flags |= U4W_F_ACKREQ;
-	switch (w->opcode) {
-	case IBV_WR_RDMA_READ:
+	if (wrf & U4W_WRF_READ) {
 		h.va = w->remote_addr + off;
 		h.rkey = w->rkey;
 		h.dma_len = (uint32_t)(w->length - off);
 		if (rd_n && (uint64_t)rd_n * U4W_GRANULE < h.dma_len)
 			h.dma_len = rd_n * U4W_GRANULE;
-		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	} else if (wrf & U4W_WRF_ATOMIC) {
 		h.va = w->remote_addr;
 		h.rkey = w->rkey;
-		h.compare = w->compare_add;
-		h.swap_add = w->swap;
-		break;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		h.va = w->remote_addr;
-		h.rkey = w->rkey;
-		h.swap_add = w->compare_add;
-		break;
-	default:
-		if (idx == 0 && (w->opcode == IBV_WR_RDMA_WRITE ||
-				 w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
+		h.compare = w->compare;
+		h.swap_add = w->swap_add;
+	} else {
+		if (idx == 0 && (wrf & U4W_WRF_RDMA)) {
 			h.va = w->remote_addr;
 			h.rkey = w->rkey;
 			h.dma_len = (uint32_t)w->length;
 		}
 		if (last)
 			h.imm = w->imm;
+		if (last && (wrf & U4W_WRF_INV))
+			h.inv_rkey = w->rkey;
 		paylen = u4f_frame_len(w->length, idx);
 		if (w->inline_data)
 			payload = w->inline_data + off;
-		break;
 	}
 	if (qp->type == IBV_QPT_UD) {
 		h.qkey = w->remote_qkey;
-		if (w->ah_global)
-			h.flags |= U4W_F_GRH;
+		u4v_ah_grh(w->ah, &h);
 	}
 	h.paylen = (uint16_t)paylen;
-	return u4v_tx_frame(peer, &h, payload, paylen, w->sge, w->num_sge,
-			    off);
+	ret = u4v_tx_frame(peer, &h, payload, paylen, qp->pd, w->sge,
+			   w->num_sge, off);
+	if (!ret)
+		qp->tx_last = peer->tx_total;
+	if (ret && ret != U4V_TX_FULL) {
+		w->state = U4V_WQE_DONE;
+		w->status = (enum ibv_wc_status)ret;
+		u4v_qp_to_error(qp);
+	}
+	return !ret;
 }
 
 /*
@@ -132,7 +136,7 @@ static bool ask(struct u4v_qp *qp, struct u4v_peer *peer, struct u4v_swqe *w,
 	if (!emit_frame(qp, peer, w, idx, hole->n))
 		return false;
 	u4v_holes_asked(&qp->rd_holes, hole);
-	__atomic_fetch_add(&qp->ctx->cnt->retransmits, 1, __ATOMIC_RELAXED);
+	u4l_count(&qp->ctx->cnt->retransmits, 1);
 	return true;
 }
 
@@ -189,7 +193,9 @@ static void push_connected(struct u4v_qp *qp, uint64_t now)
 	bool blocked = false;
 
 	pthread_mutex_lock(&peer->tx_lock);
-	if (!send_asks(qp, peer))
+	if (u4v_tx_queue_behind(peer, qp))
+		blocked = true;
+	if (!blocked && !send_asks(qp, peer))
 		blocked = true;
 	if (!blocked && qp->resend_one) {
 		if (u4v_req_resend(qp, qp->resend_psn))
@@ -219,6 +225,13 @@ static void push_connected(struct u4v_qp *qp, uint64_t now)
 			w->psn_assigned = true;
 			if (rc && u4v_rd_atomic(w->opcode))
 				qp->rd_pending++;
+		}
+		if (u4w_wr_flags(w->opcode) & U4W_WRF_LOCAL) {
+			/* bind / invalidate: here, in send-queue order */
+			w->status = u4v_mw_local_op(qp, w);
+			w->state = U4V_WQE_DONE;
+			qp->sq_send = qp->sq_send + 1;
+			continue;
 		}
 		while (w->next_frame < w->nframes) {
 			uint32_t psn = psn_add(w->first_psn, w->next_frame);
@@ -275,7 +288,8 @@ static void push_ud(struct u4v_qp *qp)
 		peer = u4v_peer_get_ud(qp->ctx, w->remote_ctx, &err);
 		if (peer) {
 			pthread_mutex_lock(&peer->tx_lock);
-			while (w->next_frame < w->nframes) {
+			blocked = u4v_tx_queue_behind(peer, qp);
+			while (!blocked && w->next_frame < w->nframes) {
 				if (!emit_frame(qp, peer, w, w->next_frame,
 						0)) {
 					blocked = true;
@@ -315,7 +329,7 @@ void u4v_req_push(struct u4v_qp *qp)
 		push_ud(qp);
 	else if (qp->peer)
 		push_connected(qp, now);
-	u4v_req_complete_ready(qp);
+	u4v_comp_retire(qp);
 }
 
 /* Find the sent WQE whose PSN range holds psn; NULL if none. */
@@ -357,8 +371,7 @@ bool u4v_req_resend(struct u4v_qp *qp, uint32_t psn)
 			return true;
 		if (!emit_frame(qp, qp->peer, w, idx, n))
 			return false;
-		__atomic_fetch_add(&qp->ctx->cnt->retransmits, 1,
-				   __ATOMIC_RELAXED);
+		u4l_count(&qp->ctx->cnt->retransmits, 1);
 		return true;
 	}
 	idx = (uint32_t)psn_diff(psn, w->first_psn);
@@ -366,7 +379,7 @@ bool u4v_req_resend(struct u4v_qp *qp, uint32_t psn)
 		return true; /* not sent yet: nothing to repeat */
 	if (!emit_frame(qp, qp->peer, w, idx, 0))
 		return false;
-	__atomic_fetch_add(&qp->ctx->cnt->retransmits, 1, __ATOMIC_RELAXED);
+	u4l_count(&qp->ctx->cnt->retransmits, 1);
 	return true;
 }
 
@@ -450,6 +463,55 @@ void u4v_req_arm_timer(struct u4v_qp *qp, uint64_t now)
 
 	qp->retry_deadline = tmo == U4V_TIME_INFINITE ? UINT64_MAX : now + tmo;
 	qp->probe_deadline = now + probe_ns(tmo);
+	if (qp->peer)
+		qp->tmo_rx_mark =
+			__atomic_load_n(&qp->peer->rx_seen, __ATOMIC_RELAXED);
+}
+
+/*
+ * Has qp requests that were not transmitted yet: waiting for TX space, or
+ * handed to the TX ring and not gone from it (the link holds them: the
+ * peer's receive ring is full, or the software cable's engine is held up)?
+ * Caller holds qp->lock.
+ */
+static bool requests_held(struct u4v_qp *qp)
+{
+	struct u4v_peer *peer = qp->peer;
+	uint32_t space;
+	bool held;
+
+	if (__atomic_load_n(&qp->on_pending, __ATOMIC_RELAXED))
+		return true;
+	pthread_mutex_lock(&peer->tx_lock);
+	space = peer->ops->tx_space(peer->chan);
+	if (space > peer->tx_depth)
+		peer->tx_depth = space;
+	held = qp->tx_last + (peer->tx_depth - space) > peer->tx_total;
+	pthread_mutex_unlock(&peer->tx_lock);
+	return held;
+}
+
+/*
+ * IBTA's transport timer runs from a request's transmission to its ACK.
+ * A period in which qp's requests could not be transmitted (requests_held)
+ * or in which the peer sent frames on the channel (it is there and
+ * reachable: the ACK is queued behind its own traffic and ours, four rings
+ * of it when both directions are full and the host is busy) is no
+ * timeout: no retry is spent and nothing is sent again (a go-back-N into
+ * full rings only adds to what the peer must work through). Probes still
+ * go out and find real losses. At most U4V_BUSY_WAITS periods in a row;
+ * then the timer counts again, so a peer that is gone ends every wait.
+ */
+static bool not_a_timeout(struct u4v_qp *qp)
+{
+	if (!qp->peer || qp->busy_waits >= U4V_BUSY_WAITS)
+		return false;
+	if (__atomic_load_n(&qp->peer->rx_seen, __ATOMIC_RELAXED) ==
+		    qp->tmo_rx_mark &&
+	    !requests_held(qp))
+		return false;
+	qp->busy_waits++;
+	return true;
 }
 
 void u4v_req_timer(struct u4v_qp *qp, uint64_t now)
@@ -480,6 +542,10 @@ void u4v_req_timer(struct u4v_qp *qp, uint64_t now)
 		}
 		return;
 	}
+	if (not_a_timeout(qp)) {
+		u4v_req_arm_timer(qp, now);
+		return;
+	}
 	if (!qp->retries_left) {
 		/* the oldest unfinished WQE is the one never acknowledged */
 		struct u4v_swqe *w = u4v_sq_at(qp, qp->sq_head);
@@ -487,46 +553,13 @@ void u4v_req_timer(struct u4v_qp *qp, uint64_t now)
 		w->state = U4V_WQE_DONE;
 		w->status = IBV_WC_RETRY_EXC_ERR;
 		qp->retry_deadline = qp->probe_deadline = 0;
-		u4v_req_complete_ready(qp);
+		u4v_comp_retire(qp);
 		return;
 	}
 	qp->retries_left--;
 	u4v_holes_reask(&qp->rd_holes, 0);
 	u4v_req_rewind(qp, u4v_req_oldest_missing(qp));
-	__atomic_fetch_add(&qp->ctx->cnt->retransmits, 1, __ATOMIC_RELAXED);
+	u4l_count(&qp->ctx->cnt->retransmits, 1);
 	u4v_req_arm_timer(qp, now);
 	u4v_qp_tx(qp);
-}
-
-/* Retire finished WQEs in order; the first error takes the QP down. */
-void u4v_req_complete_ready(struct u4v_qp *qp)
-{
-	while (qp->sq_count) {
-		struct u4v_swqe *w = u4v_sq_at(qp, qp->sq_head);
-		struct ibv_wc wc;
-
-		if (w->state != U4V_WQE_DONE)
-			break;
-		if (w->status || qp->sq_sig_all ||
-		    (w->send_flags & IBV_SEND_SIGNALED)) {
-			memset(&wc, 0, sizeof(wc));
-			wc.wr_id = w->wr_id;
-			wc.status = w->status;
-			wc.opcode = u4w_wc_opcode(w->opcode);
-			wc.byte_len = (uint32_t)w->length;
-			wc.qp_num = qp->qpn;
-			u4v_cq_push(qp->scq, &wc, false);
-		}
-		if (qp->sq_send == qp->sq_head)
-			qp->sq_send = qp->sq_send + 1;
-		if (w->psn_assigned && qp->type == IBV_QPT_RC &&
-		    u4v_rd_atomic(w->opcode) && qp->rd_pending)
-			qp->rd_pending--;
-		qp->sq_head = qp->sq_head + 1;
-		qp->sq_count--;
-		if (w->status) {
-			u4v_qp_to_error(qp);
-			return;
-		}
-	}
 }

@@ -19,12 +19,6 @@ enum exec_result {
 	EXEC_NAK,  /* refused with *syndrome */
 };
 
-static void cnt_inc(struct u4v_qp *qp, uint64_t *field)
-{
-	(void)qp;
-	__atomic_fetch_add(field, 1, __ATOMIC_RELAXED);
-}
-
 static bool take_rwqe(struct u4v_qp *qp)
 {
 	if (qp->have_rwqe)
@@ -40,6 +34,7 @@ static void recv_complete(struct u4v_qp *qp, enum ibv_wc_status status,
 			  enum ibv_wc_opcode opcode, uint32_t byte_len,
 			  const struct u4w_hdr *h)
 {
+	const struct u4w_opinfo *info = u4w_opinfo(h->opcode);
 	struct ibv_wc wc;
 
 	memset(&wc, 0, sizeof(wc));
@@ -49,12 +44,12 @@ static void recv_complete(struct u4v_qp *qp, enum ibv_wc_status status,
 	wc.byte_len = byte_len;
 	wc.qp_num = qp->qpn;
 	wc.src_qp = h->src_qpn;
-	if (U4W_OP(h->opcode) == U4W_SEND_LAST_IMM ||
-	    U4W_OP(h->opcode) == U4W_SEND_ONLY_IMM ||
-	    U4W_OP(h->opcode) == U4W_WRITE_LAST_IMM ||
-	    U4W_OP(h->opcode) == U4W_WRITE_ONLY_IMM) {
+	if (info->flags & U4W_OPF_IMM) {
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = h->imm;
+	} else if (info->flags & U4W_OPF_INV) {
+		wc.wc_flags |= IBV_WC_WITH_INV;
+		wc.invalidated_rkey = h->inv_rkey;
 	}
 	qp->have_rwqe = false;
 	u4v_cq_push(qp->rcq, &wc, h->flags & U4W_F_SOLICITED);
@@ -63,6 +58,21 @@ static void recv_complete(struct u4v_qp *qp, enum ibv_wc_status status,
 static bool qp_allows(const struct u4v_qp *qp, int access)
 {
 	return (qp->access & access) == access;
+}
+
+/*
+ * May an RDMA READ or WRITE request touch the memory its RETH names? A
+ * zero-length one names none: its R_Key and VA are not validated (IBTA
+ * C9-88; UCX flushes with zero-length WRITEs of rkey 0), only the QP's
+ * access flags. *mr is set for a nonzero length.
+ */
+static bool rdma_allowed(struct u4v_qp *qp, const struct u4w_hdr *h,
+			 int access, struct u4v_mr **mr)
+{
+	if (!qp_allows(qp, access))
+		return false;
+	return !h->dma_len || !u4v_mr_check_remote(qp, h->rkey, h->va,
+						   h->dma_len, access, mr);
 }
 
 static enum exec_result exec_send(struct u4v_qp *qp, const struct u4w_hdr *h,
@@ -93,14 +103,28 @@ static enum exec_result exec_send(struct u4v_qp *qp, const struct u4w_hdr *h,
 		*syndrome = U4W_AETH_NAK_INV_REQ;
 		return EXEC_NAK;
 	}
-	u4v_sge_copy_in(qp->cur_rwqe.sge, qp->cur_rwqe.num_sge, qp->msg_off,
-			payload, h->paylen);
-	qp->msg_off += h->paylen;
-	if (info->flags & U4W_OPF_LAST) {
-		recv_complete(qp, IBV_WC_SUCCESS, IBV_WC_RECV,
-			      (uint32_t)qp->msg_off, h);
+	/* the receive's buffers are checked as they are written */
+	if (u4v_sge_copy_in(u4v_rq_pd(qp), qp->cur_rwqe.sge,
+			    qp->cur_rwqe.num_sge, qp->msg_off, payload,
+			    h->paylen)) {
+		recv_complete(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, h);
 		qp->in_msg = false;
+		*syndrome = U4W_AETH_NAK_REM_OP;
+		return EXEC_NAK;
 	}
+	qp->msg_off += h->paylen;
+	if (!(info->flags & U4W_OPF_LAST))
+		return EXEC_OK;
+	qp->in_msg = false;
+	/* SEND with invalidate: the window must be one this QP may drop */
+	if ((info->flags & U4W_OPF_INV) &&
+	    u4v_mw_remote_invalidate(qp, h->inv_rkey)) {
+		recv_complete(qp, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0, h);
+		*syndrome = U4W_AETH_NAK_INV_REQ;
+		return EXEC_NAK;
+	}
+	recv_complete(qp, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)qp->msg_off,
+		      h);
 	return EXEC_OK;
 }
 
@@ -108,17 +132,20 @@ static enum exec_result exec_write(struct u4v_qp *qp, const struct u4w_hdr *h,
 				   const uint8_t *payload, uint8_t *syndrome)
 {
 	const struct u4w_opinfo *info = u4w_opinfo(h->opcode);
+	struct u4v_mr *mr = NULL;
 
+	/*
+	 * The immediate needs a receive WQE: find it before anything changes,
+	 * since an RNR NAK makes the requester send this very frame again.
+	 */
+	if ((info->flags & U4W_OPF_IMM) && !take_rwqe(qp))
+		return EXEC_RNR;
 	if (info->flags & U4W_OPF_FIRST) {
-		struct u4v_mr *mr = NULL;
-
 		if (qp->in_msg) {
 			*syndrome = U4W_AETH_NAK_INV_REQ;
 			return EXEC_NAK;
 		}
-		if (!qp_allows(qp, IBV_ACCESS_REMOTE_WRITE) ||
-		    u4v_mr_check_remote(qp->pd, h->rkey, h->va, h->dma_len,
-					IBV_ACCESS_REMOTE_WRITE, &mr)) {
+		if (!rdma_allowed(qp, h, IBV_ACCESS_REMOTE_WRITE, &mr)) {
 			*syndrome = U4W_AETH_NAK_REM_ACCESS;
 			return EXEC_NAK;
 		}
@@ -150,19 +177,21 @@ static enum exec_result exec_write(struct u4v_qp *qp, const struct u4w_hdr *h,
 	 * key again for the bytes this frame writes (dereg_mr waits for us).
 	 */
 	if (h->paylen &&
-	    u4v_mr_check_remote(qp->pd, qp->wr_rkey, qp->wr_va + qp->msg_off,
-				h->paylen, IBV_ACCESS_REMOTE_WRITE, NULL)) {
+	    u4v_mr_check_remote(qp, qp->wr_rkey, qp->wr_va + qp->msg_off,
+				h->paylen, IBV_ACCESS_REMOTE_WRITE, &mr)) {
 		qp->in_msg = false;
 		qp->wr_mr = NULL;
 		*syndrome = U4W_AETH_NAK_REM_ACCESS;
 		return EXEC_NAK;
 	}
-	/* the immediate needs a receive WQE: find it before touching memory */
-	if ((info->flags & U4W_OPF_IMM) && !take_rwqe(qp))
-		return EXEC_RNR;
-	if (h->paylen && payload) /* NULL: placed ahead (place_ahead) */
-		memcpy((void *)(uintptr_t)(qp->wr_va + qp->msg_off), payload,
-		       h->paylen);
+	/* payload NULL: placed ahead (place_ahead); ODP memory may be gone */
+	if (h->paylen && payload &&
+	    u4v_mr_write(mr, qp->wr_va + qp->msg_off, payload, h->paylen)) {
+		qp->in_msg = false;
+		qp->wr_mr = NULL;
+		*syndrome = U4W_AETH_NAK_REM_ACCESS;
+		return EXEC_NAK;
+	}
 	qp->msg_off += h->paylen;
 	if (info->flags & U4W_OPF_LAST) {
 		qp->in_msg = false;
@@ -232,9 +261,7 @@ static enum exec_result exec_read(struct u4v_qp *qp, const struct u4w_hdr *h,
 {
 	struct u4v_read_rec *rec;
 
-	if (!qp_allows(qp, IBV_ACCESS_REMOTE_READ) ||
-	    u4v_mr_check_remote(qp->pd, h->rkey, h->va, h->dma_len,
-				IBV_ACCESS_REMOTE_READ, NULL)) {
+	if (!rdma_allowed(qp, h, IBV_ACCESS_REMOTE_READ, NULL)) {
 		*syndrome = U4W_AETH_NAK_REM_ACCESS;
 		return EXEC_NAK;
 	}
@@ -258,15 +285,16 @@ static enum exec_result exec_atomic(struct u4v_qp *qp, const struct u4w_hdr *h,
 				   uint8_t *syndrome)
 {
 	struct u4v_atomic_done *done;
-	uint64_t *target, orig;
+	struct u4v_mr *mr = NULL;
+	uint64_t orig;
 
 	if (h->va & 7) {
 		*syndrome = U4W_AETH_NAK_INV_REQ;
 		return EXEC_NAK;
 	}
 	if (!qp_allows(qp, IBV_ACCESS_REMOTE_ATOMIC) ||
-	    u4v_mr_check_remote(qp->pd, h->rkey, h->va, 8,
-				IBV_ACCESS_REMOTE_ATOMIC, NULL)) {
+	    u4v_mr_check_remote(qp, h->rkey, h->va, 8,
+				IBV_ACCESS_REMOTE_ATOMIC, &mr)) {
 		*syndrome = U4W_AETH_NAK_REM_ACCESS;
 		return EXEC_NAK;
 	}
@@ -274,15 +302,14 @@ static enum exec_result exec_atomic(struct u4v_qp *qp, const struct u4w_hdr *h,
 		*syndrome = U4W_AETH_NAK_INV_REQ; /* past max_dest_rd_atomic */
 		return EXEC_NAK;
 	}
-	/* atomic against every other atomic on this target, in any process */
-	target = (uint64_t *)(uintptr_t)h->va;
-	if (U4W_OP(h->opcode) == U4W_CMP_SWAP) {
-		orig = h->compare;
-		__atomic_compare_exchange_n(target, &orig, h->swap_add, false,
-					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-	} else {
-		orig = __atomic_fetch_add(target, h->swap_add,
-					  __ATOMIC_SEQ_CST);
+	/*
+	 * atomic against every other atomic on this target, in any process;
+	 * ODP memory may be missing or read-only: a remote access error
+	 */
+	if (u4v_mr_atomic(mr, h->va, U4W_OP(h->opcode) == U4W_CMP_SWAP,
+			  h->compare, h->swap_add, &orig)) {
+		*syndrome = U4W_AETH_NAK_REM_ACCESS;
+		return EXEC_NAK;
 	}
 	done = &qp->atomics[qp->atomic_next++ % U4V_MAX_QP_RD_ATOM];
 	done->psn = h->psn;
@@ -322,7 +349,7 @@ static bool emit_aeth(struct u4v_qp *qp, uint8_t op, uint8_t syndrome,
 	h.rnr_timer = qp->min_rnr_timer;
 	h.msn = qp->msn;
 	h.orig = orig;
-	return u4v_tx_frame(qp->peer, &h, NULL, 0, NULL, 0, 0);
+	return !u4v_tx_frame(qp->peer, &h, NULL, 0, NULL, NULL, 0, 0);
 }
 
 static bool send_now(struct u4v_qp *qp, uint8_t op, uint8_t syndrome,
@@ -362,13 +389,57 @@ static uint32_t ackable_psn(const struct u4v_qp *qp)
 	return a;
 }
 
+/*
+ * Response frame k of a READ job, read from the memory its rkey names now
+ * (checked again for every frame). 0, U4V_TX_FULL, or an error status: the
+ * MR or window went, or its memory could not be read, while being read.
+ * A replay serves again what was sent before: by then its requester may
+ * have the data and the application may have freed the buffer under a live
+ * MR, which a registration cache (UCX's) deregisters only later (hardware
+ * would read the pinned pages). A replay therefore reads with a copy that
+ * cannot fault, where this process may make one (odp.c).
+ */
+static int read_frame(struct u4v_qp *qp, const struct u4v_resp_job *job,
+		      uint32_t k, bool replay)
+{
+	uint8_t replay_buf[U4W_GRANULE];
+	uint32_t n = job->nframes;
+	uint32_t op = n == 1	     ? U4W_READ_RESP_ONLY :
+		      k == 0	     ? U4W_READ_RESP_FIRST :
+		      k + 1 == n     ? U4W_READ_RESP_LAST :
+				       U4W_READ_RESP_MIDDLE;
+	uint32_t len = u4f_frame_len(job->len, k);
+	uint64_t va = job->va + (uint64_t)k * U4W_GRANULE;
+	struct u4v_mr *mr = NULL;
+	struct ibv_sge src;
+	struct u4w_hdr h;
+
+	if (len && u4v_mr_check_remote(qp, job->rkey, va, len,
+				       IBV_ACCESS_REMOTE_READ, &mr))
+		return IBV_WC_REM_ACCESS_ERR;
+	memset(&h, 0, sizeof(h));
+	h.opcode = U4W_RC | op;
+	h.dst_qpn = qp->dest_qpn;
+	h.src_qpn = qp->qpn;
+	h.psn = psn_add(job->psn, k);
+	h.msn = qp->msn;
+	h.paylen = (uint16_t)len;
+	if (replay && len && u4v_odp_available()) {
+		if (u4v_odp_read(replay_buf, va, len))
+			return IBV_WC_REM_ACCESS_ERR;
+		return u4v_tx_frame(qp->peer, &h, replay_buf, len, NULL, NULL,
+				    0, 0);
+	}
+	src = (struct ibv_sge){ va, len, mr ? mr->lkey : 0 };
+	return u4v_tx_frame(qp->peer, &h, NULL, len, qp->pd, &src, 1, 0);
+}
+
 /* READ responses and the pending ACK. Caller holds peer->tx_lock. */
 static bool resp_tx_locked(struct u4v_qp *qp)
 {
-	struct u4w_hdr h;
-
 	while (qp->njobs) {
 		struct u4v_resp_job *job = &qp->jobs[0];
+		bool replay = qp->nreplays != 0; /* replays come first */
 
 		if (job->atomic && !job->next) {
 			if (!emit_aeth(qp, U4W_ATOMIC_ACK, U4W_AETH_ACK,
@@ -377,36 +448,18 @@ static bool resp_tx_locked(struct u4v_qp *qp)
 			job->next = 1;
 		}
 		while (job->next < job->nframes) {
-			uint32_t k = job->next, n = job->nframes;
-			uint32_t op = n == 1	       ? U4W_READ_RESP_ONLY :
-				      k == 0	       ? U4W_READ_RESP_FIRST :
-				      k + 1 == n       ? U4W_READ_RESP_LAST :
-							 U4W_READ_RESP_MIDDLE;
-			uint32_t len = u4f_frame_len(job->len, k);
-			uint64_t va = job->va + (uint64_t)k * U4W_GRANULE;
+			int ret = read_frame(qp, job, job->next, replay);
 
-			if (len && u4v_mr_check_remote(qp->pd, job->rkey, va, len,
-						       IBV_ACCESS_REMOTE_READ,
-						       NULL)) {
-				/* deregistered while being read */
+			if (ret == U4V_TX_FULL)
+				return false;
+			if (ret) {
 				if (!emit_aeth(qp, U4W_ACK,
 					       U4W_AETH_NAK_REM_ACCESS,
-					       psn_add(job->psn, k), 0))
+					       psn_add(job->psn, job->next), 0))
 					return false;
 				job->next = job->nframes;
 				break;
 			}
-			memset(&h, 0, sizeof(h));
-			h.opcode = U4W_RC | op;
-			h.dst_qpn = qp->dest_qpn;
-			h.src_qpn = qp->qpn;
-			h.psn = psn_add(job->psn, k);
-			h.msn = qp->msn;
-			h.paylen = (uint16_t)len;
-			if (!u4v_tx_frame(qp->peer, &h,
-					  (const void *)(uintptr_t)va, len,
-					  NULL, 0, 0))
-				return false;
 			job->next++;
 		}
 		memmove(&qp->jobs[0], &qp->jobs[1],
@@ -420,6 +473,7 @@ static bool resp_tx_locked(struct u4v_qp *qp)
 		if (!emit_aeth(qp, U4W_ACK, U4W_AETH_ACK, ackable_psn(qp), 0))
 			return false;
 		qp->ack_pending = false;
+		qp->ack_due = 0;
 		qp->unacked = 0;
 	}
 	return true;
@@ -543,7 +597,7 @@ static void duplicate(struct u4v_qp *qp, const struct u4w_hdr *h)
 {
 	const struct u4w_opinfo *info = u4w_opinfo(h->opcode);
 
-	cnt_inc(qp, &qp->ctx->cnt->dup_frames_rcvd);
+	u4l_count(&qp->ctx->cnt->dup_frames_rcvd, 1);
 	if (info->flags & U4W_OPF_READ) {
 		read_again(qp, h);
 		return;
@@ -575,7 +629,7 @@ static void after_exec(struct u4v_qp *qp, const struct u4w_hdr *h,
 			qp->ack_pending = true;
 		break;
 	case EXEC_RNR:
-		cnt_inc(qp, &qp->ctx->cnt->rnr_naks_sent);
+		u4l_count(&qp->ctx->cnt->rnr_naks_sent, 1);
 		u4v_send_ack(qp, U4W_AETH_RNR_NAK, h->psn);
 		break;
 	case EXEC_NAK:
@@ -597,6 +651,8 @@ static bool place_ahead(struct u4v_qp *qp, const struct u4w_hdr *h,
 			const uint8_t *payload, const void *frame)
 {
 	uint32_t op = U4W_OP(h->opcode), first, n, idx;
+	struct u4v_mr *mr = NULL;
+	uint64_t va;
 	bool last;
 
 	if (!qp->in_msg || !qp->wr_mr ||
@@ -614,16 +670,15 @@ static bool place_ahead(struct u4v_qp *qp, const struct u4w_hdr *h,
 	if (last != (op != U4W_WRITE_MIDDLE) ||
 	    h->paylen != u4f_frame_len(qp->wr_len, idx))
 		return false;
-	if (u4v_mr_check_remote(qp->pd, qp->wr_rkey,
-				qp->wr_va + (uint64_t)idx * U4W_GRANULE,
-				h->paylen, IBV_ACCESS_REMOTE_WRITE, NULL))
+	va = qp->wr_va + (uint64_t)idx * U4W_GRANULE;
+	/* written before it is held as placed: a write that fails (ODP
+	 * memory gone) leaves the frame to be held whole and refused later */
+	if (u4v_mr_check_remote(qp, qp->wr_rkey, va, h->paylen,
+				IBV_ACCESS_REMOTE_WRITE, &mr) ||
+	    u4v_mr_write(mr, va, payload, h->paylen))
 		return false;
-	if (u4f_reorder_hold_placed(&qp->req_reorder, qp->epsn, h->psn, frame,
-				    u4w_hdr_len(h->opcode)))
-		return false;
-	memcpy((void *)(uintptr_t)(qp->wr_va + (uint64_t)idx * U4W_GRANULE),
-	       payload, h->paylen);
-	return true;
+	return !u4f_reorder_hold_placed(&qp->req_reorder, qp->epsn, h->psn,
+					frame, u4w_hdr_len(h->opcode, h->flags));
 }
 
 static void rc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
@@ -645,10 +700,10 @@ static void rc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 						 h->psn, frame, len);
 
 		if (held_ok)
-			cnt_inc(qp, &qp->ctx->cnt->ooo_frames);
+			u4l_count(&qp->ctx->cnt->ooo_frames, 1);
 		if (!qp->nak_sent) {
 			qp->nak_sent = true;
-			cnt_inc(qp, &qp->ctx->cnt->seq_naks_sent);
+			u4l_count(&qp->ctx->cnt->seq_naks_sent, 1);
 			u4v_send_ack(qp, U4W_AETH_NAK_SEQ, qp->epsn);
 		}
 		return;
@@ -668,9 +723,7 @@ static void rc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 					       hlen,
 				&hh)) {
 			r = exec_request(qp, &hh,
-					 placed ? NULL :
-						  (const uint8_t *)held +
-							  u4w_hdr_len(hh.opcode),
+					 placed ? NULL : u4w_payload(held, &hh),
 					 &syndrome);
 			after_exec(qp, &hh, r, syndrome);
 		}
@@ -690,16 +743,11 @@ bool u4v_rwqe_ready(struct u4v_qp *qp)
 /* Does this frame consume a receive WQE when it executes? */
 static bool needs_rwqe(const struct u4w_hdr *h)
 {
-	switch (U4W_OP(h->opcode)) {
-	case U4W_SEND_FIRST:
-	case U4W_SEND_ONLY:
-	case U4W_SEND_ONLY_IMM:
-	case U4W_WRITE_LAST_IMM:
-	case U4W_WRITE_ONLY_IMM:
-		return true;
-	default:
-		return false;
-	}
+	unsigned int f = u4w_opinfo(h->opcode)->flags;
+
+	/* a SEND takes it at its first frame, a WRITE with immediate at its
+	 * last */
+	return (f & U4W_OPF_SEND) && (f & (U4W_OPF_FIRST | U4W_OPF_WRITE));
 }
 
 /* UC: no ACKs; a message with a hole is dropped whole. */
@@ -746,10 +794,4 @@ bool u4v_resp_frame(struct u4v_qp *qp, struct u4v_peer *peer,
 		return uc_frame(qp, h, payload, may_hold);
 	rc_frame(qp, h, payload, frame, len);
 	return true;
-}
-
-void u4v_qp_tx(struct u4v_qp *qp)
-{
-	u4v_resp_tx(qp);
-	u4v_req_push(qp);
 }

@@ -31,8 +31,13 @@ void u4v_rq_destroy(struct u4v_rq *rq)
 	memset(rq, 0, sizeof(*rq));
 }
 
-/* Validate and queue one receive WR. Returns 0 or an errno value. */
-int u4v_rq_post(struct u4v_rq *rq, struct u4v_pd *pd, struct ibv_recv_wr *wr)
+/*
+ * Validate and queue one receive WR. Returns 0 or an errno value. Its
+ * buffers are checked against their MRs when a message is written into
+ * them (as hardware does: the MR may change before, ibv_rereg_mr(3)); a
+ * bad one completes the receive with IBV_WC_LOC_PROT_ERR.
+ */
+int u4v_rq_post(struct u4v_rq *rq, struct ibv_recv_wr *wr)
 {
 	struct u4v_rwqe *w;
 	uint64_t total = 0;
@@ -40,18 +45,11 @@ int u4v_rq_post(struct u4v_rq *rq, struct u4v_pd *pd, struct ibv_recv_wr *wr)
 
 	if (rq->count == rq->size)
 		return ENOMEM;
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge)
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge ||
+	    (wr->num_sge && !wr->sg_list))
 		return EINVAL;
-	for (i = 0; i < (uint32_t)wr->num_sge; i++) {
-		const struct ibv_sge *s = &wr->sg_list[i];
-
-		if (!s->length)
-			continue;
-		if (u4v_mr_check_local(pd, s->lkey, s->addr, s->length,
-				       IBV_ACCESS_LOCAL_WRITE))
-			return EINVAL;
-		total += s->length;
-	}
+	for (i = 0; i < (uint32_t)wr->num_sge; i++)
+		total += wr->sg_list[i].length;
 	slot = (rq->head + rq->count) % rq->size;
 	w = &rq->ring[slot];
 	w->wr_id = wr->wr_id;
@@ -186,7 +184,7 @@ int u4v_post_srq_recv(struct u4v_srq *srq, struct ibv_recv_wr *wr,
 
 	pthread_mutex_lock(&srq->lock);
 	for (; wr; wr = wr->next) {
-		ret = u4v_rq_post(&srq->rq, srq->pd, wr);
+		ret = u4v_rq_post(&srq->rq, wr);
 		if (ret)
 			break;
 	}

@@ -5,32 +5,41 @@
 #include "engine_int.h"
 
 /*
- * Caller holds peer->tx_lock. Payload comes from a flat buffer or, when
- * payload is NULL, from an SGE list at sge_off. False: the TX ring is full.
+ * Caller holds peer->tx_lock. Payload comes from a flat buffer of the
+ * engine's or, when payload is NULL, from an SGE list of pd's MRs at
+ * sge_off (checked as it is copied). 0: posted; U4V_TX_FULL: the TX ring
+ * is full; else the status of a payload that could not be read (nothing
+ * is posted then).
  */
-bool u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
-		  const void *payload, uint32_t paylen,
-		  const struct ibv_sge *sge, uint32_t nsge, uint64_t sge_off)
+int u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
+		 const void *payload, uint32_t paylen, struct u4v_pd *pd,
+		 const struct ibv_sge *sge, uint32_t nsge, uint64_t sge_off)
 {
 	const struct u4l_ops *ops = peer->ops;
 	uint8_t *buf = ops->tx_slot(peer->chan);
+	enum ibv_wc_status st;
 	unsigned int hlen;
 
 	if (!buf)
-		return false;
+		return U4V_TX_FULL;
 	hlen = u4w_encode(buf, h);
 	if (paylen) {
-		if (payload)
+		if (payload) {
 			memcpy(buf + hlen, payload, paylen);
-		else
-			u4v_sge_copy_out(sge, nsge, sge_off, buf + hlen,
-					 paylen);
+		} else {
+			/* the slot stays free for the next frame if this fails */
+			st = u4v_sge_copy_out(pd, sge, nsge, sge_off,
+					      buf + hlen, paylen);
+			if (st)
+				return (int)st;
+		}
 	}
 	ops->tx_post(peer->chan, hlen + paylen,
 		     U4W_OP(h->opcode) == U4W_ACK ? U4L_PDF_CTRL :
 						    U4L_PDF_DATA);
 	peer->tx_posted++;
-	return true;
+	peer->tx_total++;
+	return 0;
 }
 
 /* Caller holds peer->tx_lock. */
@@ -42,4 +51,36 @@ void u4v_tx_doorbell(struct u4v_peer *peer)
 		return;
 	ops->tx_doorbell(peer->chan);
 	peer->tx_posted = 0;
+}
+
+/*
+ * Caller holds peer->tx_lock. True when QPs wait for TX space on this
+ * channel and qp's turn has not come: it queues behind them. Ring space
+ * freed for those waiting would otherwise go to whoever posts next, and a
+ * waiting QP (with the ACKs its responder owes) could starve until its
+ * peer's requester exceeds its retry budget on a clean cable.
+ */
+bool u4v_tx_queue_behind(const struct u4v_peer *peer, const struct u4v_qp *qp)
+{
+	return peer->pending_head && !qp->tx_turn;
+}
+
+/*
+ * What a QP has to send: the responder's ACKs and READ responses first,
+ * then the requester's frames. An ACK held for the application's answer
+ * (ctx/progress.c, ack_may_wait) goes behind that answer, and waits on
+ * while no answer goes out.
+ */
+void u4v_qp_tx(struct u4v_qp *qp)
+{
+	if (qp->ack_due) {
+		uint64_t last = qp->tx_last;
+
+		u4v_req_push(qp);
+		if (qp->tx_last != last || qp->njobs)
+			u4v_resp_tx(qp);
+		return;
+	}
+	u4v_resp_tx(qp);
+	u4v_req_push(qp);
 }

@@ -20,6 +20,8 @@ enum u4w_ext {
 	U4W_EXT_IMM = 1u << 3,
 	U4W_EXT_AETH = 1u << 4,
 	U4W_EXT_ATOMACK = 1u << 5,
+	U4W_EXT_IETH = 1u << 6,
+	U4W_EXT_GRH = 1u << 7, /* UD with U4W_F_GRH: the sender's GRH */
 };
 
 enum u4w_opflags {
@@ -33,6 +35,7 @@ enum u4w_opflags {
 	U4W_OPF_READ = 1u << 7,	     /* read request / response */
 	U4W_OPF_ATOMIC = 1u << 8,    /* atomic request / response */
 	U4W_OPF_IMM = 1u << 9,	     /* completes with immediate data */
+	U4W_OPF_INV = 1u << 10,	     /* invalidates the rkey in its IETH */
 };
 
 struct u4w_opinfo {
@@ -52,14 +55,53 @@ uint8_t u4w_qpt_bit(enum ibv_qp_type qpt);
 uint8_t u4w_qpt_transport(enum ibv_qp_type qpt);
 
 /*
- * The opcode × QP-type matrix of ibv_post_send(3): may a work request with
- * this opcode be posted on this QP type?
+ * The work-request opcode table: one row per enum ibv_wr_opcode the device
+ * implements, beside the frame-opcode table above (as rxe keeps
+ * rxe_wr_opcode_info next to rxe_opcode). It says which QP types allow the
+ * opcode (ibv_post_send(3)), what the request does, which frame ops carry
+ * it and which completion opcode the requester reports.
  */
+enum u4w_wrflags {
+	U4W_WRF_PAYLOAD = 1u << 0, /* data from the local SGEs to the peer */
+	U4W_WRF_RDMA = 1u << 1,	   /* remote address and rkey (wr.rdma) */
+	U4W_WRF_READ = 1u << 2,	   /* data back into the local SGEs */
+	U4W_WRF_ATOMIC = 1u << 3,  /* wr.atomic; 8 bytes back into the SGE */
+	U4W_WRF_IMM = 1u << 4,	   /* carries immediate data */
+	U4W_WRF_INV = 1u << 5,	   /* names an rkey to invalidate */
+	U4W_WRF_LOCAL = 1u << 6,   /* executed by the QP itself; no frames */
+};
+
+/* A response carries the result: READ and atomics wait for it. */
+#define U4W_WRF_RESPONSE (U4W_WRF_READ | U4W_WRF_ATOMIC)
+
+/* Index into u4w_wrinfo.frame_op. */
+enum u4w_frame_pos { U4W_POS_ONLY, U4W_POS_FIRST, U4W_POS_MIDDLE, U4W_POS_LAST };
+
+struct u4w_wrinfo {
+	const char *name;
+	uint8_t qp_types; /* bit per QP type allowed: u4w_qpt_bit() */
+	uint8_t flags;	  /* enum u4w_wrflags */
+	enum ibv_wc_opcode wc_opcode;
+	uint8_t frame_op[4]; /* enum u4w_op by enum u4w_frame_pos */
+};
+
+/* Row of a work-request opcode, or NULL when the device has none. */
+const struct u4w_wrinfo *u4w_wrinfo(enum ibv_wr_opcode op);
+
+/* Flags of a work-request opcode; 0 when the device has none. */
+static inline unsigned int u4w_wr_flags(enum ibv_wr_opcode op)
+{
+	const struct u4w_wrinfo *info = u4w_wrinfo(op);
+
+	return info ? info->flags : 0;
+}
+
+/* The opcode × QP-type matrix: may op be posted on a QP of this type? */
 bool u4w_wr_allowed(enum ibv_qp_type qpt, enum ibv_wr_opcode op);
 
 /*
- * Frame op of frame `index` of `nframes` of a work request (SEND, WRITE and
- * their _WITH_IMM variants); READ/atomics use one request frame.
+ * Frame op of frame `index` of `nframes` of a work request; READ and
+ * atomics are one request frame.
  */
 enum u4w_op u4w_wr_frame_op(enum ibv_wr_opcode op, uint32_t index,
 			    uint32_t nframes);

@@ -50,6 +50,8 @@ enum u4w_op {
 	U4W_ATOMIC_ACK,
 	U4W_CMP_SWAP,
 	U4W_FETCH_ADD,
+	U4W_SEND_LAST_INV,
+	U4W_SEND_ONLY_INV,
 	U4W_NUM_OPS
 };
 
@@ -60,7 +62,7 @@ enum u4w_op {
 enum u4w_flags {
 	U4W_F_SOLICITED = 1u << 0, /* raise a solicited event at the target */
 	U4W_F_ACKREQ = 1u << 1,	   /* ask for an ACK now (end of a burst) */
-	U4W_F_GRH = 1u << 2,	   /* UD: the sender's AH was global */
+	U4W_F_GRH = 1u << 2,	   /* UD: the sender's GRH follows (GRH ext) */
 };
 
 /* AETH syndromes. */
@@ -89,10 +91,17 @@ struct u4w_hdr {
 	/* ATOMETH: CMP_SWAP, FETCH_ADD (va, rkey above) */
 	uint64_t swap_add;
 	uint64_t compare;
-	/* DETH: UD */
+	/* DETH: UD (traffic class and hop limit of the GRH, if any) */
 	uint32_t qkey;
+	uint8_t tclass, hop_limit;
+	/* GRH: UD with U4W_F_GRH; what the receiver's GRH area shows */
+	uint8_t sgid[16], dgid[16];
+	uint32_t flow_label; /* 20 bits */
+	bool roce_v2;	     /* the source GID is RoCE v2: UDP/IP */
 	/* ImmDt */
 	uint32_t imm; /* as the application gave it (big-endian value) */
+	/* IETH: SEND_LAST_INV, SEND_ONLY_INV */
+	uint32_t inv_rkey;
 	/* AETH: ACK, READ_RESP_FIRST/LAST/ONLY, ATOMIC_ACK */
 	uint8_t syndrome;
 	uint8_t rnr_timer;
@@ -101,8 +110,17 @@ struct u4w_hdr {
 	uint64_t orig;
 };
 
-/* Length of the headers (base + extensions) of an opcode; 0 if invalid. */
-unsigned int u4w_hdr_len(uint8_t opcode);
+/*
+ * Length of the headers (base + extensions) of a frame with this opcode and
+ * these flags (UD's GRH depends on U4W_F_GRH); 0 if the opcode is invalid.
+ */
+unsigned int u4w_hdr_len(uint8_t opcode, uint8_t flags);
+/* Where the payload of a decoded frame starts. */
+static inline const uint8_t *u4w_payload(const void *frame,
+					 const struct u4w_hdr *h)
+{
+	return (const uint8_t *)frame + u4w_hdr_len(h->opcode, h->flags);
+}
 /* Write the headers; returns their length (the payload follows). */
 unsigned int u4w_encode(void *frame, const struct u4w_hdr *hdr);
 /* The payload length a header announces (header bytes only are read). */

@@ -22,6 +22,7 @@
 struct u4v_ctx;
 struct u4v_pd;
 struct u4v_mr;
+struct u4v_mw;
 struct u4v_cq;
 struct u4v_srq;
 struct u4v_qp;
@@ -33,6 +34,7 @@ struct u4v_qp;
 struct u4v_ah {
 	struct ibv_ah ibv; /* must stay first */
 	struct ibv_ah_attr attr;
+	struct ibv_gid_entry sgid; /* the port's GID at attr.grh.sgid_index */
 	struct u4v_pd *pd;
 };
 
@@ -40,6 +42,8 @@ struct u4v_ah {
 struct u4v_ctx_attr {
 	struct u4l_dev *link; /* ownership passes to the context */
 	uint64_t node_guid;
+	/* GIDs in the port's table (what sysfs lists); 0 = 4 */
+	uint32_t gid_tbl_len;
 	/* async events are written to this fd in uverbs format; -1 = none */
 	int async_event_fd;
 	/* 0: start the progress thread (default); 1: caller drives progress */
@@ -52,6 +56,8 @@ int u4v_query_device(struct u4v_ctx *ctx, struct ibv_device_attr_ex *attr,
 		     size_t attr_size);
 int u4v_query_port(struct u4v_ctx *ctx, uint8_t port,
 		   struct ibv_port_attr *attr);
+/* ibv_query_rt_values_ex(3): the device clock now (raw_clock). */
+int u4v_query_rt_values(struct u4v_ctx *ctx, struct ibv_values_ex *values);
 /* Drive progress once (RX, ACKs, retransmit timers, pending sends). */
 void u4v_ctx_progress(struct u4v_ctx *ctx);
 struct u4l_counters *u4v_ctx_counters(struct u4v_ctx *ctx);
@@ -61,19 +67,62 @@ int u4v_alloc_pd(struct u4v_ctx *ctx, struct u4v_pd **pd);
 int u4v_dealloc_pd(struct u4v_pd *pd); /* EBUSY while objects use it */
 int u4v_reg_mr(struct u4v_pd *pd, void *addr, size_t length, int access,
 	       struct u4v_mr **mr);
-int u4v_dereg_mr(struct u4v_mr *mr);
+int u4v_dereg_mr(struct u4v_mr *mr); /* EBUSY while windows are bound */
+/*
+ * ibv_rereg_mr(3): flags IBV_REREG_MR_CHANGE_{TRANSLATION,PD,ACCESS}, under
+ * the rules of registration. The keys stay the same; *mr is replaced (the
+ * old pointer is gone). EBUSY while windows are bound.
+ */
+int u4v_rereg_mr(struct u4v_mr **mr, int flags, struct u4v_pd *pd,
+		 void *addr, size_t length, int access);
 uint32_t u4v_mr_lkey(const struct u4v_mr *mr);
 uint32_t u4v_mr_rkey(const struct u4v_mr *mr);
 
-/* Address handles. */
+/*
+ * ibv_advise_mr(3): prefetch ranges of ODP MRs of pd (IBV_ADVISE_MR_FLAG_FLUSH:
+ * before returning, and report a range that cannot be populated).
+ */
+int u4v_advise_mr(struct u4v_pd *pd, enum ibv_advise_mr_advice advice,
+		  uint32_t flags, const struct ibv_sge *sg, uint32_t n);
+
+/*
+ * Memory windows, type 1 and 2. The engine owns the struct ibv_mw the
+ * application sees (type and rkey set; the caller fills the rest) and
+ * finds the window again from it in a BIND_MW work request. Binding and
+ * invalidating are work requests (ibv_post_send(3)); ibv_bind_mw(3) is a
+ * BIND_MW request whose rkey is ibv_inc_rkey of the window's.
+ */
+int u4v_alloc_mw(struct u4v_pd *pd, enum ibv_mw_type type, struct u4v_mw **mw);
+int u4v_dealloc_mw(struct u4v_mw *mw);
+struct ibv_mw *u4v_mw_ibv(struct u4v_mw *mw);
+struct u4v_mw *u4v_mw_from_ibv(struct ibv_mw *ibmw);
+
+/*
+ * Address handles. The port is RoCE (link layer Ethernet): every AH names
+ * its source GID (attr->is_global), and sgid is that GID as the caller
+ * found it in the port's table (ibv_query_gid_ex); EINVAL otherwise.
+ */
 int u4v_create_ah(struct u4v_pd *pd, const struct ibv_ah_attr *attr,
-		  struct u4v_ah **ah);
+		  const struct ibv_gid_entry *sgid, struct u4v_ah **ah);
 int u4v_destroy_ah(struct u4v_ah *ah);
 
 /* Completion queues. */
 typedef void (*u4v_cq_event_fn)(struct u4v_cq *cq, void *arg);
 int u4v_create_cq(struct u4v_ctx *ctx, int cqe, struct u4v_cq **cq);
 int u4v_destroy_cq(struct u4v_cq *cq); /* EBUSY while a QP uses it */
+/*
+ * Completion timestamps, taken when the engine makes the completion: the
+ * device clock (CLOCK_MONOTONIC_RAW in ns; hca_core_clock 1 GHz) and/or the
+ * wall clock (CLOCK_REALTIME in ns). Set before the CQ is used.
+ */
+enum u4v_cq_clock { U4V_CQ_TS_RAW = 1, U4V_CQ_TS_WALL = 2 };
+struct u4v_cq_ts {
+	uint64_t raw, wall;
+};
+int u4v_cq_set_timestamps(struct u4v_cq *cq, unsigned int clocks);
+/* Poll one completion and its timestamps; 1, 0 or a negative errno. */
+int u4v_poll_cq_ts(struct u4v_cq *cq, struct ibv_wc *wc,
+		   struct u4v_cq_ts *ts);
 int u4v_resize_cq(struct u4v_cq *cq, int cqe);
 int u4v_cq_depth(struct u4v_cq *cq);
 /* Returns the number of completions (>= 0) or a negative errno. */

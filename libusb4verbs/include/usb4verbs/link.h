@@ -37,6 +37,16 @@ enum u4l_rx_flags {
 	U4L_RX_NOWAKE = 1u << 1,  /* completed without a wakeup (stranded) */
 };
 
+/* wait() flags. */
+enum u4l_wait_flags {
+	/*
+	 * Frames that carry no data (ACK / NAK: U4L_PDF_CTRL) need not end
+	 * the sleep: someone else (an application polling its CQ) takes them.
+	 * A hint: a backend may end the sleep for them anyway.
+	 */
+	U4L_WAIT_DATA = 1u << 0,
+};
+
 struct u4l_dev;
 struct u4l_chan;
 
@@ -69,6 +79,13 @@ struct u4l_counters {
 	uint64_t bad_frames;	  /* frames failing header validation */
 	uint64_t ooo_frames;	  /* frames held for reordering */
 };
+
+/* Add n to a counter that other threads and processes read (the link's and
+ * the engine's counters, usb4v-sim stat): the one way they are counted. */
+static inline void u4l_count(uint64_t *c, uint64_t n)
+{
+	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
+}
 
 /* Backend operations; one table per backend. */
 struct u4l_ops {
@@ -113,11 +130,20 @@ struct u4l_ops {
 	 * Sleep until a frame may be ready on any channel of this context, a
 	 * channel was created for it, u4l_kick() was called, or deadline_ns
 	 * (CLOCK_MONOTONIC) passes. Frames completed with U4L_RX_NOWAKE do not
-	 * end the sleep: callers must poll on a timer as well.
+	 * end the sleep: callers must poll on a timer as well. flags: enum
+	 * u4l_wait_flags.
 	 */
-	void (*wait)(struct u4l_dev *dev, uint64_t deadline_ns);
+	void (*wait)(struct u4l_dev *dev, uint64_t deadline_ns,
+		     uint32_t flags);
 	/* End a wait() of this context (from another thread). */
 	void (*kick)(struct u4l_dev *dev);
+	/*
+	 * Optional. on: an application polls this context's channels and
+	 * takes what comes, so arriving frames need not end a wait() (the
+	 * peer's sender saves a system call, the sleeper a wake-up). off:
+	 * they end it again, and a frame that came while on ends it now.
+	 */
+	void (*rx_covered)(struct u4l_dev *dev, bool on);
 	/* The counters of this context's cable end. */
 	struct u4l_counters *(*counters)(struct u4l_dev *dev);
 	/* Payload bytes per second of the wire per direction; 0 = unthrottled. */

@@ -11,8 +11,6 @@
 #include <stdint.h>
 #include <usb4verbs/link.h>
 
-struct ibv_context;
-
 /* Open flags. */
 #define U4L_NHI_DIRECT 0x1u	/* ask for direct mode (needs CAP_SYS_RAWIO) */
 #define U4L_NHI_OWN_FD 0x2u	/* close cmd_fd in ops->close() */
@@ -32,18 +30,8 @@ struct ibv_context;
 int u4l_nhi_open(int cmd_fd, uint32_t flags, int *async_fd,
 		 struct u4l_dev **dev);
 
-/*
- * One-line hook for the provider's alloc_context: as u4l_nhi_open() on the
- * context's cmd_fd; also sets ctx->async_fd to the kernel's async fd.
- * The link device does not close cmd_fd (libibverbs owns it).
- */
-int u4l_nhi_attach(struct ibv_context *ctx, int cmd_fd, struct u4l_dev **dev);
-
 /* Is this a link device of the nhi backend? */
 int u4l_is_nhi(const struct u4l_dev *dev);
-
-/* Node GUID the kernel assigned to the device (for u4v_ctx_attr). */
-uint64_t u4l_nhi_node_guid(struct u4l_dev *dev);
 
 /*
  * Completion events through the kernel's own path. The provider creates a
@@ -56,8 +44,6 @@ uint64_t u4l_nhi_node_guid(struct u4l_dev *dev);
 int u4l_nhi_cq_create(struct u4l_dev *dev, int comp_fd, uint64_t user_handle,
 		      uint32_t cqe, uint32_t *handle);
 int u4l_nhi_cq_signal(struct u4l_dev *dev, uint32_t handle);
-/* Arm the kernel CQ: the next RX interrupt of this context fires it. */
-int u4l_nhi_cq_arm(struct u4l_dev *dev, uint32_t handle, int solicited);
 /* *events_reported: comp events the kernel delivered (wait for acks). */
 int u4l_nhi_cq_destroy(struct u4l_dev *dev, uint32_t handle,
 		       uint32_t *events_reported);
