@@ -3,13 +3,29 @@
  * The slice of libibverbs' private provider ABI that usb4verbs uses.
  *
  * Debian ships no <infiniband/driver.h>, so the layouts a provider shares
- * with the distro's libibverbs are declared here, for one known private ABI
- * version at a time (U4V_PABI, detected at configure time from the
- * IBVERBS_PRIVATE_<N> symbol version of the installed libibverbs.so.1).
- * The names are the project's own; the layouts are checked below against
- * the sizes and offsets of rdma-core 44 on x86_64 (IBVERBS_PRIVATE_34).
+ * with the distro's libibverbs are declared here. The names are the
+ * project's own; only public <infiniband/verbs.h> types are used as
+ * building blocks, so the public structs follow the headers built against.
  *
- * Only public <infiniband/verbs.h> types are used as building blocks.
+ * What is shared depends on the rdma-core release, not only on its private
+ * ABI version (PABI, the N of IBVERBS_PRIVATE_N): providers/usb4verbs/
+ * pabi.cmake maps the installed libibverbs to a class of releases whose
+ * shared layouts are identical and passes U4V_PABI and U4V_ABI_FIRST (the
+ * class's first release) here. The figures checked at the end of this file
+ * come from compiling tools/pabi/probe.c against rdma-core's own sources of
+ * every release 34.0 .. 65.0 (tools/pabi/scan.sh; docs/PABI.md has the
+ * method and the differences between the classes):
+ *
+ *   class       PABI  Debian         differs from the class before it in
+ *   44          34    12 bookworm    ibv_qp_ex (wr_atomic_write): verbs_qp
+ *   49 .. 56    34    13 trixie      ibv_qp_ex (wr_flush, 45), verbs_qp,
+ *                                    ibv_port_attr (active_speed_ex, 49)
+ *   65          65    unstable       17 new verbs_context_ops slots,
+ *                                    verbs_context (+48 bytes)
+ *
+ * rdma-core 44.0 and 56.1 are therefore not interchangeable although both
+ * say IBVERBS_PRIVATE_34: a provider built against one reads and writes
+ * verbs_qp.comp_mask 8 bytes away from where the other library does.
  */
 #ifndef USB4VERBS_PROVIDER_ABI_H
 #define USB4VERBS_PROVIDER_ABI_H
@@ -22,11 +38,18 @@
 #include <sys/types.h>
 #include <time.h>
 
-#ifndef U4V_PABI
-#error "U4V_PABI must be defined (the build system detects it)"
+#if !defined(U4V_PABI) || !defined(U4V_ABI_FIRST)
+#error "U4V_PABI and U4V_ABI_FIRST must be defined (pabi.cmake finds them)"
 #endif
-#if U4V_PABI != 34
-#error "usb4verbs declares libibverbs private ABI 34 only (rdma-core 44)"
+/* U4VP_CLASS(a, b, c): the figure of class 44, 49..56 or 65. */
+#if U4V_PABI == 34 && U4V_ABI_FIRST == 44
+#define U4VP_CLASS(c44, c49, c65) (c44)
+#elif U4V_PABI == 34 && U4V_ABI_FIRST == 49
+#define U4VP_CLASS(c44, c49, c65) (c49)
+#elif U4V_PABI == 65 && U4V_ABI_FIRST == 65
+#define U4VP_CLASS(c44, c49, c65) (c65)
+#else
+#error "libibverbs release class not declared here (see pabi.cmake)"
 #endif
 
 /* Doubly linked list node as libibverbs embeds it (two pointers). */
@@ -125,13 +148,22 @@ struct u4vp_verbs_qp {
 
 /*
  * The provider's operations, one slot per verb, in the order the core
- * declares them (alphabetical). verbs_set_ops copies the non-NULL ones;
- * a NULL slot keeps the core's default (EOPNOTSUPP / no-op).
+ * declares them (alphabetical): 76 slots in PABI 34 (rdma-core 36 .. 56),
+ * 93 in PABI 65. verbs_set_ops copies the non-NULL ones; a NULL slot keeps
+ * the core's default (EOPNOTSUPP / no-op).
  */
 struct u4vp_context_ops {
-	void *advise_mr;
+	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+			 uint32_t flags, struct ibv_sge *sg_list,
+			 uint32_t num_sges);
+#if U4V_PABI >= 65
+	void *alloc_buf;
+#endif
 	void *alloc_dm;
-	void *alloc_mw;
+#if U4V_PABI >= 65
+	void *alloc_dmah;
+#endif
+	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	void *alloc_null_mr;
 	void *alloc_parent_domain;
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
@@ -140,11 +172,15 @@ struct u4vp_context_ops {
 			    struct ibv_async_event *event);
 	void *attach_counters_point_flow;
 	void *attach_mcast;
-	void *bind_mw;
+	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw,
+		       struct ibv_mw_bind *mw_bind);
 	void *close_xrcd;
 	void (*cq_event)(struct ibv_cq *cq);
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd,
 				    struct ibv_ah_attr *attr);
+#if U4V_PABI >= 65
+	void *create_comp_cntr;
+#endif
 	void *create_counters;
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel,
@@ -162,11 +198,17 @@ struct u4vp_context_ops {
 				      struct ibv_srq_init_attr *attr);
 	void *create_srq_ex;
 	void *create_wq;
-	void *dealloc_mw;
+#if U4V_PABI >= 65
+	void *dealloc_dmah;
+#endif
+	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	void *dealloc_td;
 	int (*dereg_mr)(struct u4vp_verbs_mr *vmr);
 	int (*destroy_ah)(struct ibv_ah *ah);
+#if U4V_PABI >= 65
+	void *destroy_comp_cntr;
+#endif
 	void *destroy_counters;
 	int (*destroy_cq)(struct ibv_cq *cq);
 	void *destroy_flow;
@@ -176,12 +218,20 @@ struct u4vp_context_ops {
 	int (*destroy_srq)(struct ibv_srq *srq);
 	void *destroy_wq;
 	void *detach_mcast;
+#if U4V_PABI >= 65
+	void *dm_export_dmabuf_fd;
+	void *free_buf;
+#endif
 	void (*free_context)(struct ibv_context *context);
 	void *free_dm;
 	void *get_srq_num;
 	void *import_dm;
 	void *import_mr;
 	void *import_pd;
+#if U4V_PABI >= 65
+	void *inc_comp_cntr;
+	void *inc_err_comp_cntr;
+#endif
 	void *modify_cq;
 	void *modify_flow_action_esp;
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
@@ -200,6 +250,10 @@ struct u4vp_context_ops {
 	void *post_srq_ops;
 	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			     struct ibv_recv_wr **bad_wr);
+#if U4V_PABI >= 65
+	void *qp_attach_comp_cntr;
+	void *query_comp_cntr_caps;
+#endif
 	int (*query_device_ex)(struct ibv_context *context,
 			       const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr,
@@ -207,21 +261,40 @@ struct u4vp_context_ops {
 	void *query_ece;
 	int (*query_port)(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr);
+#if U4V_PABI >= 65
+	void *query_port_speed;
+#endif
 	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			int attr_mask, struct ibv_qp_init_attr *init_attr);
 	void *query_qp_data_in_order;
-	void *query_rt_values;
+	int (*query_rt_values)(struct ibv_context *context,
+			       struct ibv_values_ex *values);
 	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+#if U4V_PABI >= 65
+	void *read_comp_cntr;
+#endif
 	void *read_counters;
+#if U4V_PABI >= 65
+	void *read_err_comp_cntr;
+#endif
 	void *reg_dm_mr;
 	void *reg_dmabuf_mr;
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
+#if U4V_PABI >= 65
+	void *reg_mr_ex;
+#endif
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	int (*rereg_mr)(struct u4vp_verbs_mr *vmr, int flags, struct ibv_pd *pd,
 			void *addr, size_t length, int access);
 	int (*resize_cq)(struct ibv_cq *cq, int cqe);
+#if U4V_PABI >= 65
+	void *set_comp_cntr;
+#endif
 	void *set_ece;
+#if U4V_PABI >= 65
+	void *set_err_comp_cntr;
+#endif
 	void *unimport_dm;
 	void *unimport_mr;
 	void *unimport_pd;
@@ -245,13 +318,19 @@ void verbs_set_ops(struct verbs_context *vctx,
 		   const struct u4vp_context_ops *ops);
 void verbs_uninit_context(struct verbs_context *vctx);
 
-/* ---- layout checks: x86_64, rdma-core 44 ---- */
+/*
+ * ---- layout checks: x86_64, the figures of rdma-core's own headers ----
+ * U4VP_CLASS(class 44, class 49..56, class 65); tools/pabi/probe.c prints
+ * them for any release.
+ */
 #if defined(__x86_64__) && defined(__LP64__)
 #define U4VP_OFF(t, m, v)                                                      \
 	_Static_assert(offsetof(struct t, m) == (v), #t "." #m " offset")
 #define U4VP_SIZE(t, v) _Static_assert(sizeof(struct t) == (v), "sizeof " #t)
+/* verbs_context_ops slot, in pointers */
+#define U4VP_SLOT(m, c44, c49, c65)                                            \
+	U4VP_OFF(u4vp_context_ops, m, U4VP_CLASS(c44, c49, c65) * 8)
 
-U4VP_SIZE(ibv_device, 664);
 U4VP_SIZE(u4vp_match_ent, 24);
 U4VP_OFF(u4vp_match_ent, u, 8);
 U4VP_OFF(u4vp_match_ent, vendor, 16);
@@ -259,19 +338,30 @@ U4VP_OFF(u4vp_match_ent, device, 18);
 U4VP_OFF(u4vp_match_ent, kind, 20);
 
 U4VP_SIZE(u4vp_sysfs_dev, 992);
+U4VP_OFF(u4vp_sysfs_dev, provider_data, 16);
+U4VP_OFF(u4vp_sysfs_dev, match, 24);
 U4VP_OFF(u4vp_sysfs_dev, flags, 32);
+U4VP_OFF(u4vp_sysfs_dev, sysfs_name, 36);
 U4VP_OFF(u4vp_sysfs_dev, sysfs_cdev, 104);
 U4VP_OFF(u4vp_sysfs_dev, ibdev_name, 112);
 U4VP_OFF(u4vp_sysfs_dev, ibdev_path, 176);
+U4VP_OFF(u4vp_sysfs_dev, modalias, 432);
 U4VP_OFF(u4vp_sysfs_dev, node_guid, 944);
+U4VP_OFF(u4vp_sysfs_dev, driver_id, 952);
 U4VP_OFF(u4vp_sysfs_dev, node_type, 956);
+U4VP_OFF(u4vp_sysfs_dev, ibdev_idx, 960);
+U4VP_OFF(u4vp_sysfs_dev, num_ports, 964);
 U4VP_OFF(u4vp_sysfs_dev, abi_ver, 968);
+U4VP_OFF(u4vp_sysfs_dev, time_created, 976);
 
 U4VP_SIZE(u4vp_device_ops, 72);
 U4VP_OFF(u4vp_device_ops, match_min_abi_version, 8);
+U4VP_OFF(u4vp_device_ops, match_max_abi_version, 12);
 U4VP_OFF(u4vp_device_ops, match_table, 16);
+U4VP_OFF(u4vp_device_ops, static_providers, 24);
 U4VP_OFF(u4vp_device_ops, match_device, 32);
 U4VP_OFF(u4vp_device_ops, alloc_context, 40);
+U4VP_OFF(u4vp_device_ops, import_context, 48);
 U4VP_OFF(u4vp_device_ops, alloc_device, 56);
 U4VP_OFF(u4vp_device_ops, uninit_device, 64);
 
@@ -286,46 +376,56 @@ U4VP_SIZE(u4vp_verbs_mr, 56);
 U4VP_OFF(u4vp_verbs_mr, mr_type, 48);
 U4VP_OFF(u4vp_verbs_mr, access, 52);
 
-U4VP_OFF(u4vp_verbs_qp, comp_mask, sizeof(struct ibv_qp_ex));
+/* ibv_qp_to_qp_ex() reads comp_mask right after the ibv_qp_ex of its own
+ * headers: the class boundaries at 44 and 45 move it. */
+U4VP_SIZE(ibv_qp_ex, U4VP_CLASS(352, 360, 360));
+U4VP_SIZE(u4vp_verbs_qp, U4VP_CLASS(368, 376, 376));
+U4VP_OFF(u4vp_verbs_qp, comp_mask, U4VP_CLASS(352, 360, 360));
+U4VP_OFF(u4vp_verbs_qp, xrcd, U4VP_CLASS(360, 368, 368));
 U4VP_OFF(ibv_qp_ex, qp_base, 0);
 
-/* 76 slots, alphabetical; spot-check the ones this provider fills. */
-U4VP_SIZE(u4vp_context_ops, 76 * 8);
-U4VP_OFF(u4vp_context_ops, alloc_pd, 5 * 8);
-U4VP_OFF(u4vp_context_ops, async_event, 7 * 8);
-U4VP_OFF(u4vp_context_ops, cq_event, 12 * 8);
-U4VP_OFF(u4vp_context_ops, create_ah, 13 * 8);
-U4VP_OFF(u4vp_context_ops, create_cq, 15 * 8);
-U4VP_OFF(u4vp_context_ops, create_cq_ex, 16 * 8);
-U4VP_OFF(u4vp_context_ops, create_qp, 19 * 8);
-U4VP_OFF(u4vp_context_ops, create_qp_ex, 20 * 8);
-U4VP_OFF(u4vp_context_ops, create_srq, 22 * 8);
-U4VP_OFF(u4vp_context_ops, dealloc_pd, 26 * 8);
-U4VP_OFF(u4vp_context_ops, dereg_mr, 28 * 8);
-U4VP_OFF(u4vp_context_ops, destroy_ah, 29 * 8);
-U4VP_OFF(u4vp_context_ops, destroy_cq, 31 * 8);
-U4VP_OFF(u4vp_context_ops, destroy_qp, 34 * 8);
-U4VP_OFF(u4vp_context_ops, destroy_srq, 36 * 8);
-U4VP_OFF(u4vp_context_ops, free_context, 39 * 8);
-U4VP_OFF(u4vp_context_ops, modify_qp, 47 * 8);
-U4VP_OFF(u4vp_context_ops, modify_srq, 49 * 8);
-U4VP_OFF(u4vp_context_ops, poll_cq, 53 * 8);
-U4VP_OFF(u4vp_context_ops, post_recv, 54 * 8);
-U4VP_OFF(u4vp_context_ops, post_send, 55 * 8);
-U4VP_OFF(u4vp_context_ops, post_srq_recv, 57 * 8);
-U4VP_OFF(u4vp_context_ops, query_device_ex, 58 * 8);
-U4VP_OFF(u4vp_context_ops, query_port, 60 * 8);
-U4VP_OFF(u4vp_context_ops, query_qp, 61 * 8);
-U4VP_OFF(u4vp_context_ops, query_srq, 64 * 8);
-U4VP_OFF(u4vp_context_ops, reg_mr, 68 * 8);
-U4VP_OFF(u4vp_context_ops, req_notify_cq, 69 * 8);
-U4VP_OFF(u4vp_context_ops, rereg_mr, 70 * 8);
-U4VP_OFF(u4vp_context_ops, resize_cq, 71 * 8);
-U4VP_OFF(u4vp_context_ops, unimport_pd, 75 * 8);
+U4VP_SIZE(u4vp_context_ops, U4VP_CLASS(76, 76, 93) * 8);
+U4VP_SLOT(alloc_pd, 5, 5, 7);
+U4VP_SLOT(async_event, 7, 7, 9);
+U4VP_SLOT(cq_event, 12, 12, 14);
+U4VP_SLOT(create_ah, 13, 13, 15);
+U4VP_SLOT(create_cq, 15, 15, 18);
+U4VP_SLOT(create_cq_ex, 16, 16, 19);
+U4VP_SLOT(create_qp, 19, 19, 22);
+U4VP_SLOT(create_qp_ex, 20, 20, 23);
+U4VP_SLOT(create_srq, 22, 22, 25);
+U4VP_SLOT(dealloc_pd, 26, 26, 30);
+U4VP_SLOT(dereg_mr, 28, 28, 32);
+U4VP_SLOT(destroy_ah, 29, 29, 33);
+U4VP_SLOT(destroy_cq, 31, 31, 36);
+U4VP_SLOT(destroy_qp, 34, 34, 39);
+U4VP_SLOT(destroy_srq, 36, 36, 41);
+U4VP_SLOT(free_context, 39, 39, 46);
+U4VP_SLOT(modify_qp, 47, 47, 56);
+U4VP_SLOT(modify_srq, 49, 49, 58);
+U4VP_SLOT(poll_cq, 53, 53, 62);
+U4VP_SLOT(post_recv, 54, 54, 63);
+U4VP_SLOT(post_send, 55, 55, 64);
+U4VP_SLOT(post_srq_recv, 57, 57, 66);
+U4VP_SLOT(query_device_ex, 58, 58, 69);
+U4VP_SLOT(query_port, 60, 60, 71);
+U4VP_SLOT(query_qp, 61, 61, 73);
+U4VP_SLOT(query_srq, 64, 64, 76);
+U4VP_SLOT(reg_mr, 68, 68, 82);
+U4VP_SLOT(req_notify_cq, 69, 69, 84);
+U4VP_SLOT(rereg_mr, 70, 70, 85);
+U4VP_SLOT(resize_cq, 71, 71, 86);
+U4VP_SLOT(unimport_pd, 75, 75, 92);
 
-/* Public structs the core and this provider both rely on. */
+/* Public structs both sides fill or embed. */
+U4VP_SIZE(ibv_device, 664);
+U4VP_SIZE(ibv_context, 328);
+U4VP_SIZE(verbs_context, U4VP_CLASS(648, 648, 696));
+U4VP_OFF(verbs_context, context, U4VP_CLASS(320, 320, 368));
+U4VP_SIZE(ibv_port_attr, U4VP_CLASS(52, 56, 56));
 U4VP_SIZE(ibv_device_attr, 232);
 U4VP_SIZE(ibv_device_attr_ex, 400);
+#undef U4VP_SLOT
 #undef U4VP_OFF
 #undef U4VP_SIZE
 #else

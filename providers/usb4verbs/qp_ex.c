@@ -15,7 +15,8 @@
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |      \
 	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |                  \
 	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |        \
-	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW |        \
+	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 static void fail(struct u4vp_qp *qp, int err)
 {
@@ -141,6 +142,34 @@ static void wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
 	}
 }
 
+static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *bind_info)
+{
+	struct u4vp_wr *w = new_wr(qpx, IBV_WR_BIND_MW);
+
+	if (w) {
+		w->wr.bind_mw.mw = mw;
+		w->wr.bind_mw.rkey = rkey;
+		w->wr.bind_mw.bind_info = *bind_info;
+	}
+}
+
+static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct u4vp_wr *w = new_wr(qpx, IBV_WR_LOCAL_INV);
+
+	if (w)
+		w->wr.invalidate_rkey = invalidate_rkey;
+}
+
+static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct u4vp_wr *w = new_wr(qpx, IBV_WR_SEND_WITH_INV);
+
+	if (w)
+		w->wr.invalidate_rkey = invalidate_rkey;
+}
+
 static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
 			   uint32_t remote_qpn, uint32_t remote_qkey)
 {
@@ -214,12 +243,6 @@ static void wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
 }
 
 /* Setters for features this device does not have: fail the batch. */
-static void wr_unsup_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
-			     uint32_t rkey, const struct ibv_mw_bind_info *bi)
-{
-	fail(to_uqp_ex(qpx), EOPNOTSUPP);
-}
-
 static void wr_unsup_rkey(struct ibv_qp_ex *qpx, uint32_t rkey)
 {
 	fail(to_uqp_ex(qpx), EOPNOTSUPP);
@@ -305,9 +328,9 @@ int u4vp_qp_ex_init(struct u4vp_qp *qp, uint64_t send_ops_flags)
 	x->wr_start = wr_start;
 	x->wr_complete = wr_complete;
 	x->wr_abort = wr_abort;
-	x->wr_bind_mw = wr_unsup_bind_mw;
-	x->wr_local_inv = wr_unsup_rkey;
-	x->wr_send_inv = wr_unsup_rkey;
+	x->wr_bind_mw = wr_bind_mw;
+	x->wr_local_inv = wr_local_inv;
+	x->wr_send_inv = wr_send_inv;
 	x->wr_send_tso = wr_unsup_tso;
 	x->wr_set_xrc_srqn = wr_unsup_rkey;
 	x->wr_atomic_write = wr_unsup_atomic_write;

@@ -7,6 +7,7 @@
 #define USB4VERBS_PROVIDER_U4VP_H
 
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <usb4verbs/engine.h>
 
@@ -28,6 +29,9 @@ struct u4vp_context {
 	struct u4v_ctx *eng;
 	struct u4l_dev *link;
 	int async_wfd;		  /* write end of the async-event pipe */
+	int kernel_async_fd;	  /* usb4verbs.ko's async event fd, or -1 */
+	int kernel_stop_fd;	  /* eventfd: the forwarder thread ends */
+	pthread_t kernel_events;  /* forwards the kernel's events */
 	uint64_t node_guid_be;	  /* as ibv_device_attr.node_guid */
 	_Atomic uint32_t handles; /* kernel-style object handles */
 };
@@ -54,6 +58,7 @@ struct u4vp_cq {
 	uint32_t khandle;
 	uint64_t wc_flags; /* create_cq_ex flags */
 	struct ibv_wc cur; /* the entry start/next_poll produced */
+	struct u4v_cq_ts cur_ts; /* and its timestamps */
 };
 
 struct u4vp_srq {
@@ -124,6 +129,12 @@ struct ibv_mr *u4vp_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 int u4vp_dereg_mr(struct u4vp_verbs_mr *vmr);
 int u4vp_rereg_mr(struct u4vp_verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		  void *addr, size_t length, int access);
+int u4vp_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		   uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sges);
+struct ibv_mw *u4vp_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int u4vp_dealloc_mw(struct ibv_mw *mw);
+int u4vp_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		 struct ibv_mw_bind *mw_bind);
 struct ibv_ah *u4vp_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int u4vp_destroy_ah(struct ibv_ah *ah);
 struct ibv_cq *u4vp_create_cq(struct ibv_context *context, int cqe,

@@ -92,20 +92,102 @@ int u4vp_dereg_mr(struct u4vp_verbs_mr *vmr)
 	return err;
 }
 
+/*
+ * ibv_rereg_mr(3): the keys stay; libibverbs updates pd, addr and length
+ * itself. On failure it reports IBV_REREG_MR_ERR_CMD and errno says why.
+ */
 int u4vp_rereg_mr(struct u4vp_verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		  void *addr, size_t length, int access)
 {
-	/* libibverbs reports IBV_REREG_MR_ERR_CMD; errno says why. */
-	errno = EOPNOTSUPP;
-	return EOPNOTSUPP; /* deregister and register again */
+	struct u4vp_mr *mr = u4vp_container_of(vmr, struct u4vp_mr, vmr);
+	int err = u4v_rereg_mr(&mr->eng, flags,
+			       (flags & IBV_REREG_MR_CHANGE_PD) && pd ?
+				       to_upd(pd)->eng :
+				       NULL,
+			       addr, length, access);
+
+	if (err) {
+		errno = err;
+		return err;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		vmr->access = access;
+	return 0;
+}
+
+int u4vp_advise_mr(struct ibv_pd *ibpd, enum ibv_advise_mr_advice advice,
+		   uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sges)
+{
+	return u4v_advise_mr(to_upd(ibpd)->eng, advice, flags, sg_list,
+			     num_sges);
+}
+
+/* ---- memory windows ---- */
+
+struct ibv_mw *u4vp_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
+{
+	struct u4v_mw *mw;
+	struct ibv_mw *ibmw;
+	int err = u4v_alloc_mw(to_upd(ibpd)->eng, type, &mw);
+
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	ibmw = u4v_mw_ibv(mw);
+	ibmw->context = ibpd->context;
+	ibmw->pd = ibpd;
+	ibmw->handle = u4vp_new_handle(ibpd->context);
+	return ibmw;
+}
+
+int u4vp_dealloc_mw(struct ibv_mw *ibmw)
+{
+	return u4v_dealloc_mw(u4v_mw_from_ibv(ibmw));
+}
+
+/*
+ * ibv_bind_mw(3), type 1: a BIND_MW request with the next key; the new
+ * rkey is in mw->rkey when the post succeeds (the application restores it
+ * if the completion says the bind failed).
+ */
+int u4vp_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *ibmw,
+		 struct ibv_mw_bind *mw_bind)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = mw_bind->wr_id,
+		.opcode = IBV_WR_BIND_MW,
+		.send_flags = mw_bind->send_flags,
+		.bind_mw = { .mw = ibmw, .rkey = ibv_inc_rkey(ibmw->rkey),
+			     .bind_info = mw_bind->bind_info },
+	};
+	struct ibv_send_wr *bad;
+	int err = u4v_post_send(to_uqp(ibqp)->eng, &wr, &bad);
+
+	if (!err)
+		ibmw->rkey = wr.bind_mw.rkey;
+	return err;
 }
 
 /* ---- address handles ---- */
 
 struct ibv_ah *u4vp_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 {
+	struct ibv_gid_entry sgid, *gid = NULL;
 	struct u4v_ah *ah;
-	int err = u4v_create_ah(to_upd(ibpd)->eng, attr, &ah);
+	int err;
+
+	/* the source GID must exist in the port's table (as the kernel's
+	 * rdma_get_gid_attr does); the engine refuses an AH without one */
+	if (attr->is_global) {
+		if (ibv_query_gid_ex(ibpd->context, attr->port_num,
+				     attr->grh.sgid_index, &sgid, 0)) {
+			errno = EINVAL;
+			return NULL;
+		}
+		gid = &sgid;
+	}
+	err = u4v_create_ah(to_upd(ibpd)->eng, attr, gid, &ah);
 
 	if (err) {
 		errno = err;
@@ -163,57 +245,52 @@ static void nhi_cq_event_cb(struct u4v_cq *ecq, void *arg)
 	u4l_nhi_cq_signal(to_uctx(cq->cq.context)->link, cq->khandle);
 }
 
+/*
+ * Where the CQ's completion events go: on a kernel device a kernel CQ on
+ * the channel's fd (ibv_get_cq_event() then works unchanged); on a software
+ * cable the channel's pipe, which usb4v-sim exec's shim gives us.
+ */
+static int cq_events_open(struct u4vp_cq *cq, struct ibv_context *context,
+			  struct ibv_comp_channel *channel, int cqe)
+{
+	struct u4l_dev *link = to_uctx(context)->link;
+	int err;
+
+	cq->chan_wfd = -1;
+	if (!channel)
+		return 0;
+	if (u4l_is_nhi(link)) {
+		err = -u4l_nhi_cq_create(link, channel->fd, (uintptr_t)&cq->cq,
+					 (uint32_t)cqe, &cq->khandle);
+		cq->kcq = !err;
+		return err;
+	}
+	cq->chan_wfd = channel_wfd(channel);
+	return cq->chan_wfd < 0 ? EOPNOTSUPP : 0;
+}
+
 struct u4vp_cq *u4vp_cq_new(struct ibv_context *context, int cqe,
 			    struct ibv_comp_channel *channel)
 {
-	struct u4vp_cq *cq;
-	int wfd = -1, err;
-	struct u4l_dev *link = to_uctx(context)->link;
+	struct u4vp_cq *cq = calloc(1, sizeof(*cq));
+	uint32_t reported;
+	int err;
 
-	if (channel && u4l_is_nhi(link)) {
-		cq = calloc(1, sizeof(*cq));
-		if (!cq) {
-			errno = ENOMEM;
-			return NULL;
-		}
-		err = -u4l_nhi_cq_create(link, channel->fd, (uintptr_t)&cq->cq,
-					 (uint32_t)cqe, &cq->khandle);
-		if (!err)
-			err = u4v_create_cq(to_uctx(context)->eng, cqe, &cq->eng);
-		if (err) {
-			free(cq);
-			errno = err;
-			return NULL;
-		}
-		cq->kcq = 1;
-		cq->chan_wfd = -1;
-		cq->cq.context = context;
-		cq->cq.channel = channel;
-		cq->cq.handle = u4vp_new_handle(context);
-		cq->cq.cqe = u4v_cq_depth(cq->eng);
-		u4v_cq_set_handle(cq->eng, (uintptr_t)&cq->cq);
-		u4v_cq_set_event_fn(cq->eng, nhi_cq_event_cb, cq);
-		return cq;
-	}
-	if (channel) {
-		wfd = channel_wfd(channel);
-		if (wfd < 0) {
-			errno = EOPNOTSUPP;
-			return NULL;
-		}
-	}
-	cq = calloc(1, sizeof(*cq));
 	if (!cq) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	err = u4v_create_cq(to_uctx(context)->eng, cqe, &cq->eng);
+	err = cq_events_open(cq, context, channel, cqe);
+	if (!err)
+		err = u4v_create_cq(to_uctx(context)->eng, cqe, &cq->eng);
 	if (err) {
+		if (cq->kcq)
+			u4l_nhi_cq_destroy(to_uctx(context)->link, cq->khandle,
+					   &reported);
 		free(cq);
 		errno = err;
 		return NULL;
 	}
-	cq->chan_wfd = wfd;
 	/* libibverbs sets context/channel/cq_context/mutex/cond after us
 	 * (verbs_init_cq); set what it does not. */
 	cq->cq.context = context;
@@ -222,7 +299,8 @@ struct u4vp_cq *u4vp_cq_new(struct ibv_context *context, int cqe,
 	cq->cq.cqe = u4v_cq_depth(cq->eng);
 	u4v_cq_set_handle(cq->eng, (uintptr_t)&cq->cq);
 	if (channel)
-		u4v_cq_set_event_fn(cq->eng, cq_event_cb, cq);
+		u4v_cq_set_event_fn(
+		    cq->eng, cq->kcq ? nhi_cq_event_cb : cq_event_cb, cq);
 	return cq;
 }
 
