@@ -6,8 +6,14 @@
  * relative to $SYSFS_PATH, and therefore what cable_build() writes:
  *   class/infiniband_verbs/abi_version          "6" (library accepts 3..6)
  *   class/infiniband_verbs/<uverbs>/ibdev       the ib device name
- *   class/infiniband_verbs/<uverbs>/dev         "0:0": no st_rdev check, no
- *                                               /dev/char retry loop
+ *   class/infiniband_verbs/<uverbs>/dev         major:minor of /dev/null,
+ *                                               which the shim opens for the
+ *                                               device node: the library's
+ *                                               st_rdev check holds, and
+ *                                               ibv_import_device finds the
+ *                                               device and asks the provider
+ *                                               (which cannot import:
+ *                                               EOPNOTSUPP, not ENODEV)
  *   class/infiniband_verbs/<uverbs>/abi_version per-device ABI matched
  *                                               against the provider's range
  *   class/infiniband/<ibdev>/                   must exist (its mtime is the
@@ -31,6 +37,13 @@
  * state/lid/link_layer...) are what the kernel would also show; tools that
  * read sysfs on their own find them consistent. usb4v_sim is the
  * provider's own: "shm=<segment> end=<0|1>".
+ *
+ * Three trees: sysfs/ holds both ends; sysfs-end0/ and sysfs-end1/ hold one
+ * end each, as the host at that end of a real cable sees it: its own device
+ * only, and under the same name on both ends (end 0's), as each host of a
+ * real cable calls its own end usb4v0. Programs that hand one device name
+ * to both sides of a test (ucx_perftest's UCT tests send theirs to the
+ * server) then run each side on its own end of the cable.
  */
 #define _GNU_SOURCE
 #include "cable_dir.h"
@@ -46,6 +59,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #ifndef USB4V_VERSION
@@ -174,10 +188,16 @@ int cable_dir_path(const struct state_dir *st, const char *name, char *buf,
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-int cable_sysfs_path(const struct state_dir *st, const char *name, char *buf,
-		     size_t len)
+/* Tree directory of the view of `end` (CABLE_BOTH_ENDS, 0 or 1). */
+static const char *tree_dir(int end)
 {
-	int n = snprintf(buf, len, "%s/%s/sysfs", st->path, name);
+	return end == 0 ? "sysfs-end0" : end == 1 ? "sysfs-end1" : "sysfs";
+}
+
+int cable_sysfs_path(const struct state_dir *st, const char *name, int end,
+		     char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/%s/%s", st->path, name, tree_dir(end));
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
@@ -449,8 +469,8 @@ static void gid_string(char *buf, size_t len, const uint16_t g[8])
 /* [0] fe80::<node GUID> RoCE v1, [1] the same as RoCE v2, [2] the end's
  * IPv4-mapped address ::ffff:a.b.c.d RoCE v1, [3] the same as RoCE v2 (the
  * GID perftest selects by itself and rdma_cm uses). */
-static void build_gids(struct builder *b, const char *dev, uint64_t guid,
-		       uint32_t addr)
+static void build_gids(struct builder *b, const char *root, const char *dev,
+		       uint64_t guid, uint32_t addr)
 {
 	const uint16_t link_local[8] = {0xfe80, 0, 0, 0,
 					(uint16_t)(guid >> 48),
@@ -463,42 +483,47 @@ static void build_gids(struct builder *b, const char *dev, uint64_t guid,
 	for (unsigned i = 0; i < GID_COUNT; i++) {
 		gid_string(gid, sizeof(gid), i < 2 ? link_local : v4_mapped);
 		snprintf(rel, sizeof(rel),
-			 "sysfs/class/infiniband/%s/ports/1/gids/%u", dev, i);
+			 "%s/class/infiniband/%s/ports/1/gids/%u", root, dev, i);
 		b_file(b, rel, "%s", gid);
 		snprintf(rel, sizeof(rel),
-			 "sysfs/class/infiniband/%s/ports/1/gid_attrs/types/%u",
-			 dev, i);
+			 "%s/class/infiniband/%s/ports/1/gid_attrs/types/%u",
+			 root, dev, i);
 		b_file(b, rel, "%s", i % 2 ? "RoCE v2" : "IB/RoCE v1");
 	}
 }
 
-static void build_device(struct builder *b, const struct cable_info *info,
-			 unsigned end)
+/*
+ * End `end`'s device in tree `root`, named as end `name_end`'s device
+ * (usb4vsim<num>, uverbs<num>).
+ */
+static void build_device(struct builder *b, const char *root,
+			 const struct cable_info *info, unsigned end,
+			 unsigned name_end, dev_t null_dev)
 {
 	char dev[32], rel[256];
-	unsigned num = 2 * info->index + end;
+	unsigned num = 2 * info->index + name_end;
 	uint64_t guid = cable_node_guid(info->index, end);
 	uint16_t g[4] = {(uint16_t)(guid >> 48), (uint16_t)(guid >> 32),
 			 (uint16_t)(guid >> 16), (uint16_t)guid};
 	char guid_s[32];
 
-	cable_dev_name(info->index, end, dev, sizeof(dev));
+	cable_dev_name(info->index, name_end, dev, sizeof(dev));
 	snprintf(guid_s, sizeof(guid_s), "%04x:%04x:%04x:%04x", g[0], g[1], g[2],
 		 g[3]);
 
 	/* the uverbs "char device" class entry */
-	b_mkdir(b, "sysfs/class/infiniband_verbs/uverbs%u", num);
-#define UV(file) (snprintf(rel, sizeof(rel), "sysfs/class/infiniband_verbs/uverbs%u/%s", num, file), rel)
+	b_mkdir(b, "%s/class/infiniband_verbs/uverbs%u", root, num);
+#define UV(file) (snprintf(rel, sizeof(rel), "%s/class/infiniband_verbs/uverbs%u/%s", root, num, file), rel)
 	b_file(b, UV("ibdev"), "%s", dev);
-	b_file(b, UV("dev"), "0:0");
+	b_file(b, UV("dev"), "%u:%u", major(null_dev), minor(null_dev));
 	b_file(b, UV("abi_version"), "1");
 #undef UV
 
 	/* the ib device */
-	b_mkdir(b, "sysfs/class/infiniband/%s/ports/1/gids", dev);
-	b_mkdir(b, "sysfs/class/infiniband/%s/ports/1/gid_attrs/types", dev);
-	b_mkdir(b, "sysfs/class/infiniband/%s/ports/1/pkeys", dev);
-#define IB(file) (snprintf(rel, sizeof(rel), "sysfs/class/infiniband/%s/%s", dev, file), rel)
+	b_mkdir(b, "%s/class/infiniband/%s/ports/1/gids", root, dev);
+	b_mkdir(b, "%s/class/infiniband/%s/ports/1/gid_attrs/types", root, dev);
+	b_mkdir(b, "%s/class/infiniband/%s/ports/1/pkeys", root, dev);
+#define IB(file) (snprintf(rel, sizeof(rel), "%s/class/infiniband/%s/%s", root, dev, file), rel)
 	b_file(b, IB("node_type"), "1: CA");
 	b_file(b, IB("node_guid"), "%s", guid_s);
 	b_file(b, IB("sys_image_guid"), "%s", guid_s);
@@ -518,7 +543,7 @@ static void build_device(struct builder *b, const struct cable_info *info,
 	b_file(b, IB("ports/1/cap_mask"), "0x00000000");
 	b_file(b, IB("ports/1/pkeys/0"), "0xffff");
 
-	build_gids(b, dev, guid, info->addr[end]);
+	build_gids(b, root, dev, guid, info->addr[end]);
 #undef IB
 }
 
@@ -547,11 +572,14 @@ int cable_build(const struct state_dir *st, const struct cable_info *info)
 {
 	struct builder b = {.err = 0};
 	char a0[16], a1[16];
+	struct stat null_st;
 	int ret;
 
 	ret = cable_dir_path(st, info->name, b.path, sizeof(b.path));
 	if (ret)
 		return ret;
+	if (stat("/dev/null", &null_st))
+		return -errno;
 	if (mkdir(b.path, 0700))
 		return -errno;
 
@@ -559,16 +587,29 @@ int cable_build(const struct state_dir *st, const struct cable_info *info)
 	cable_addr_string(info->addr[1], a1, sizeof(a1));
 	b_file(&b, CABLE_FILE, "index=%u\nshm=%s\naddr0=%s\naddr1=%s\ncm=%s",
 	       info->index, info->shm, a0, a1, info->cm_token);
-	b_mkdir(&b, "sysfs/class/infiniband_verbs");
-	b_file(&b, "sysfs/class/infiniband_verbs/abi_version", "6");
+	for (int view = CABLE_BOTH_ENDS; view <= 1; view++) {
+		const char *root = tree_dir(view);
+		char rel[64];
+
+		b_mkdir(&b, "%s/class/infiniband_verbs", root);
+		snprintf(rel, sizeof(rel), "%s/class/infiniband_verbs/abi_version",
+			 root);
+		b_file(&b, rel, "6");
+		if (view == CABLE_BOTH_ENDS) {
+			build_device(&b, root, info, 0, 0, null_st.st_rdev);
+			build_device(&b, root, info, 1, 1, null_st.st_rdev);
+		} else {
+			build_device(&b, root, info, (unsigned)view, 0,
+				     null_st.st_rdev);
+		}
+	}
 	/* librdmacm reads the rdma_cm ABI here when netlink RDMA fails; the
-	 * shim offers rdma_cm when it finds this directory */
+	 * shim offers rdma_cm when it finds this directory (not in the views
+	 * of one end) */
 	b_mkdir(&b, "sysfs/class/misc/rdma_cm");
 	b_file(&b, "sysfs/class/misc/rdma_cm/abi_version", "4");
 	b_file(&b, "sysfs/class/misc/rdma_cm/usb4v_cm",
 	       "token=%s\nend0=%s\nend1=%s", info->cm_token, a0, a1);
-	build_device(&b, info, 0);
-	build_device(&b, info, 1);
 	if (b.err) {
 		(void)rm_tree(b.path);
 		return b.err;

@@ -10,6 +10,7 @@
  *   <state>/<name>/cable          "index=<k>\nshm=<segment>\naddr0=<a>\n
  *                                 addr1=<a>\ncm=<token>\n"
  *   <state>/<name>/sysfs/...      see cable_build() in cable_dir.c
+ *   <state>/<name>/sysfs-end<e>/  one end only, named as end 0 (exec --end)
  *
  * Cable k exposes devices usb4vsim<2k> (end 0) and usb4vsim<2k+1> (end 1)
  * whose uverbs entries are uverbs<2k> and uverbs<2k+1>.
@@ -62,11 +63,13 @@ void state_dir_unlock(struct state_dir *st, bool rmdir_if_empty);
 bool cable_name_valid(const char *name);
 /* "/usb4v-sim-<uid>-<name>" */
 void cable_shm_name(const char *name, char *buf, size_t len);
-/* Absolute path of <state>/<name> and <state>/<name>/sysfs. */
+/* Absolute path of <state>/<name>. */
 int cable_dir_path(const struct state_dir *st, const char *name, char *buf,
 		   size_t len);
-int cable_sysfs_path(const struct state_dir *st, const char *name, char *buf,
-		     size_t len);
+/* Its sysfs tree: both ends (CABLE_BOTH_ENDS) or end 0 or 1 alone. */
+#define CABLE_BOTH_ENDS (-1)
+int cable_sysfs_path(const struct state_dir *st, const char *name, int end,
+		     char *buf, size_t len);
 /* Device name of end `end` of cable index k. */
 void cable_dev_name(unsigned index, unsigned end, char *buf, size_t len);
 uint64_t cable_node_guid(unsigned index, unsigned end);

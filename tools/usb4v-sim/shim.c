@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libusb4v-sim-shim.so: LD_PRELOADed by `usb4v-sim exec` so that the
- * distribution's unmodified libibverbs 44 can open software-cable devices.
+ * distribution's unmodified libibverbs 44, and middleware over it (UCX, Open
+ * MPI), can open software-cable devices.
  *
- * Interception points (each is a libc entry point libibverbs 44 or libnl
- * actually imports; see usb4verbs(7)):
+ * Interception points (each is a libc entry point libibverbs 44, libnl or
+ * UCX 1.13 actually imports; see usb4verbs(7)):
  *
  *  socket()   AF_NETLINK/NETLINK_RDMA fails with EPROTONOSUPPORT. libibverbs
  *             enumerates devices over netlink first and only reads
@@ -13,9 +14,20 @@
  *             the real devices visible). NETLINK_ROUTE sockets are followed
  *             by nl_route.c, which adds the ends' addresses to address
  *             dumps; getifaddrs() lists them too (ifaddrs.c).
- *  stat()     ibv_get_device_list stat()s /dev/infiniband/<uverbs> and drops
- *             devices whose node is missing. For software-cable devices the
- *             answer is that of /dev/null.
+ *  stat(), access() and their variants (lstat, fstatat, statx, the
+ *             glibc < 2.33 __xstat forms; faccessat, euidaccess, eaccess)
+ *             ibv_get_device_list stat()s /dev/infiniband/<uverbs> and drops
+ *             devices whose node is missing; UCX stat()s it again, wants a
+ *             character device and access(R_OK|W_OK)s it. For software-cable
+ *             devices the answer is that of /dev/null.
+ *  /sys/class/infiniband/<dev>/...
+ *             Middleware reads its device's sysfs files itself from /sys,
+ *             not through SYSFS_PATH (UCX: ports/N/gid_attrs/types/<i>,
+ *             which tells RoCE v2 GIDs from v1, gid_attrs/ndevs/<i>,
+ *             device/local_cpus and numa_node). For a software-cable device
+ *             open(), stat() and access() of such a path go to the same path
+ *             in $SYSFS_PATH/class/infiniband/<dev>/ instead, so the answers
+ *             (or ENOENT) are the cable's.
  *  open() and friends
  *             ibv_open_device opens /dev/infiniband/<uverbs> O_RDWR and
  *             insists on a character device. For software-cable devices
@@ -87,6 +99,7 @@
 #define EXPORT __attribute__((visibility("default")))
 
 #define CDEV_PREFIX "/dev/infiniband/"
+#define SYSFS_IB_PREFIX "/sys/class/infiniband/"
 #define SHIM_MAX_FD 65536 /* fds tracked; higher ones are moved down */
 #define WORD_BITS 64
 
@@ -174,7 +187,21 @@ static int real_close(int fd)
 	return f(fd);
 }
 
-/* ---- which /dev/infiniband paths are ours ---- */
+/* ---- which paths are ours ---- */
+
+/*
+ * The cable's sysfs tree, or NULL. libibverbs follows SYSFS_PATH only when
+ * not setuid: so do we.
+ */
+static const char *sim_sysfs_root(void)
+{
+	const char *sysfs;
+
+	if (getuid() != geteuid())
+		return NULL;
+	sysfs = getenv("SYSFS_PATH");
+	return sysfs && *sysfs ? sysfs : NULL;
+}
 
 /*
  * True when `path` is /dev/infiniband/<name> and
@@ -194,11 +221,7 @@ static bool is_sim_cdev(const char *path)
 		return false;
 	if (!strcmp(name, "rdma_cm"))
 		return ucma_is_path(path);
-	/* libibverbs follows SYSFS_PATH only when not setuid: so do we */
-	if (getuid() != geteuid())
-		return false;
-	sysfs = getenv("SYSFS_PATH");
-	if (!sysfs || !*sysfs)
+	if (!(sysfs = sim_sysfs_root()))
 		return false;
 	n = snprintf(file, sizeof(file), "%s/class/infiniband_verbs/%s/ibdev",
 		     sysfs, name);
@@ -210,6 +233,49 @@ static bool is_sim_cdev(const char *path)
 	n = (int)syscall(SYS_read, fd, buf, sizeof(buf));
 	syscall(SYS_close, fd);
 	return n >= 5 && !memcmp(buf, "usb4v", 5);
+}
+
+/*
+ * /sys/class/infiniband/<dev>[/...] of a software-cable device (its entry in
+ * $SYSFS_PATH has the provider's `usb4v_sim` file) becomes the same path
+ * under $SYSFS_PATH, written to buf (PATH_MAX). Anything else is returned
+ * unchanged. Middleware reads these files itself from /sys (UCX: the GID
+ * types that tell RoCE v2 from v1, the GID's netdev, local_cpus).
+ */
+static const char *sim_sysfs(const char *path, char *buf)
+{
+	const char *dev, *sysfs;
+	size_t dev_len;
+	int n;
+
+	if (!path ||
+	    strncmp(path, SYSFS_IB_PREFIX, sizeof(SYSFS_IB_PREFIX) - 1))
+		return path;
+	dev = path + sizeof(SYSFS_IB_PREFIX) - 1;
+	dev_len = strcspn(dev, "/");
+	if (!dev_len || dev[0] == '.' || dev_len > NAME_MAX ||
+	    !(sysfs = sim_sysfs_root()))
+		return path;
+	n = snprintf(buf, PATH_MAX, "%s/class/infiniband/%.*s/usb4v_sim", sysfs,
+		     (int)dev_len, dev);
+	if (n < 0 || n >= PATH_MAX ||
+	    syscall(SYS_faccessat, AT_FDCWD, buf, F_OK) != 0)
+		return path;
+	n = snprintf(buf, PATH_MAX, "%s/class/%s", sysfs,
+		     path + sizeof("/sys/class/") - 1);
+	return n < 0 || n >= PATH_MAX ? path : buf;
+}
+
+/*
+ * The path stat() and access() look at: /dev/null for a software-cable
+ * device node (a character device anyone may read and write), the cable's
+ * own sysfs file for its /sys/class/infiniband entry, else `path` itself.
+ */
+static const char *sim_path(const char *path, char *buf)
+{
+	if (__builtin_expect(is_sim_cdev(path), 0))
+		return "/dev/null";
+	return sim_sysfs(path, buf);
 }
 
 /* Keep fd below SHIM_MAX_FD so the bitmaps can describe it. */
@@ -253,6 +319,26 @@ static void forget_fd_locked(int fd)
 	}
 }
 
+/*
+ * fd is now one of the shim's files, of the kind kind_bits marks; a stale
+ * entry of the number (from a raw close) is forgotten first. Under lock.
+ */
+static void track_fd_locked(int fd, uint64_t *kind_bits)
+{
+	forget_fd_locked(fd);
+	bit_set(kind_bits, fd);
+	bit_set(special_bits, fd);
+}
+
+/* track_fd_locked, taking the lock; returns fd. */
+static int track_fd(int fd, uint64_t *kind_bits)
+{
+	pthread_mutex_lock(&lock);
+	track_fd_locked(fd, kind_bits);
+	pthread_mutex_unlock(&lock);
+	return fd;
+}
+
 static inline bool is_special(int fd)
 {
 	return bit_test(special_bits, fd);
@@ -265,12 +351,7 @@ static int open_sim_rdma_cm(int flags)
 
 	if (fd < 0)
 		return -1;
-	pthread_mutex_lock(&lock);
-	forget_fd_locked(fd); /* stale entry from a raw close, if any */
-	bit_set(ucma_bits, fd);
-	bit_set(special_bits, fd);
-	pthread_mutex_unlock(&lock);
-	return fd;
+	return track_fd(fd, ucma_bits);
 }
 
 /* path passed is_sim_cdev(). */
@@ -294,12 +375,7 @@ static int open_sim_cdev(const char *path, int flags)
 	fd = lower_fd(fd);
 	if (fd < 0)
 		return -1;
-	pthread_mutex_lock(&lock);
-	forget_fd_locked(fd); /* stale entry from a raw close, if any */
-	bit_set(cmd_bits, fd);
-	bit_set(special_bits, fd);
-	pthread_mutex_unlock(&lock);
-	return fd;
+	return track_fd(fd, cmd_bits);
 }
 
 #define NEEDS_MODE(flags) (((flags) & O_CREAT) || ((flags) & O_TMPFILE) == O_TMPFILE)
@@ -319,95 +395,136 @@ static int open_sim_cdev(const char *path, int flags)
 
 EXPORT int open(const char *path, int flags, ...)
 {
+	char buf[PATH_MAX];
 	mode_t mode = MODE_ARG(flags);
 	if (__builtin_expect(is_sim_cdev(path), 0))
 		return open_sim_cdev(path, flags);
-	return NEXT(open_fn, "open")(path, flags, mode);
+	return NEXT(open_fn, "open")(sim_sysfs(path, buf), flags, mode);
 }
 
 EXPORT int open64(const char *path, int flags, ...)
 {
+	char buf[PATH_MAX];
 	mode_t mode = MODE_ARG(flags);
 	if (__builtin_expect(is_sim_cdev(path), 0))
 		return open_sim_cdev(path, flags);
-	return NEXT(open_fn, "open64")(path, flags, mode);
+	return NEXT(open_fn, "open64")(sim_sysfs(path, buf), flags, mode);
 }
 
 EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
+	char buf[PATH_MAX];
 	mode_t mode = MODE_ARG(flags);
 	if (__builtin_expect(is_sim_cdev(path), 0))
 		return open_sim_cdev(path, flags);
-	return NEXT(openat_fn, "openat")(dirfd, path, flags, mode);
+	return NEXT(openat_fn, "openat")(dirfd, sim_sysfs(path, buf), flags, mode);
 }
 
 EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
+	char buf[PATH_MAX];
 	mode_t mode = MODE_ARG(flags);
 	if (__builtin_expect(is_sim_cdev(path), 0))
 		return open_sim_cdev(path, flags);
-	return NEXT(openat_fn, "openat64")(dirfd, path, flags, mode);
+	return NEXT(openat_fn, "openat64")(dirfd, sim_sysfs(path, buf), flags, mode);
 }
 
 /* _FORTIFY_SOURCE entry points */
 EXPORT int __open_2(const char *path, int flags)
 {
+	char buf[PATH_MAX];
 	if (__builtin_expect(is_sim_cdev(path), 0))
 		return open_sim_cdev(path, flags);
-	return NEXT(open2_fn, "__open_2")(path, flags);
+	return NEXT(open2_fn, "__open_2")(sim_sysfs(path, buf), flags);
 }
 
 EXPORT int __open64_2(const char *path, int flags)
 {
+	char buf[PATH_MAX];
 	if (__builtin_expect(is_sim_cdev(path), 0))
 		return open_sim_cdev(path, flags);
-	return NEXT(open2_fn, "__open64_2")(path, flags);
+	return NEXT(open2_fn, "__open64_2")(sim_sysfs(path, buf), flags);
 }
 
 EXPORT int __openat_2(int dirfd, const char *path, int flags)
 {
+	char buf[PATH_MAX];
 	if (__builtin_expect(is_sim_cdev(path), 0))
 		return open_sim_cdev(path, flags);
-	return NEXT(openat2_fn, "__openat_2")(dirfd, path, flags);
+	return NEXT(openat2_fn, "__openat_2")(dirfd, sim_sysfs(path, buf), flags);
 }
 
 EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
+	char buf[PATH_MAX];
 	if (__builtin_expect(is_sim_cdev(path), 0))
 		return open_sim_cdev(path, flags);
-	return NEXT(openat2_fn, "__openat64_2")(dirfd, path, flags);
+	return NEXT(openat2_fn, "__openat64_2")(dirfd, sim_sysfs(path, buf), flags);
 }
 
-/* ---- stat: libibverbs 44 imports stat@GLIBC_2.33 ---- */
+/*
+ * ---- stat and access ----
+ * libibverbs 44 imports stat@GLIBC_2.33; UCX stat()s and access()es the
+ * device node and reads /sys/class/infiniband itself. The other variants
+ * answer the same way so that no way of asking tells a different story.
+ */
 
-EXPORT int stat(const char *restrict path, struct stat *restrict st)
-{
-	if (__builtin_expect(is_sim_cdev(path), 0))
-		path = "/dev/null";
-	return NEXT(stat_fn, "stat")(path, st);
-}
+#define STAT_LIKE(ret, name, params, type, ...)                                \
+	EXPORT ret name params                                                 \
+	{                                                                      \
+		char buf[PATH_MAX];                                            \
+		path = sim_path(path, buf);                                    \
+		return NEXT(type, #name)(__VA_ARGS__);                         \
+	}
 
-EXPORT int stat64(const char *restrict path, struct stat64 *restrict st)
-{
-	if (__builtin_expect(is_sim_cdev(path), 0))
-		path = "/dev/null";
-	return NEXT(stat_fn, "stat64")(path, (struct stat *)st);
-}
+typedef int (*lstat_fn)(const char *, struct stat *);
+typedef int (*fstatat_fn)(int, const char *, struct stat *, int);
+typedef int (*fxstatat_fn)(int, int, const char *, struct stat *, int);
+typedef int (*statx_fn)(int, const char *, int, unsigned, struct statx *);
+typedef int (*access_fn)(const char *, int);
+typedef int (*faccessat_fn)(int, const char *, int, int);
 
+STAT_LIKE(int, stat, (const char *restrict path, struct stat *restrict st),
+	  stat_fn, path, st)
+STAT_LIKE(int, stat64, (const char *restrict path, struct stat64 *restrict st),
+	  stat_fn, path, (struct stat *)st)
+STAT_LIKE(int, lstat, (const char *restrict path, struct stat *restrict st),
+	  lstat_fn, path, st)
+STAT_LIKE(int, lstat64, (const char *restrict path, struct stat64 *restrict st),
+	  lstat_fn, path, (struct stat *)st)
+STAT_LIKE(int, fstatat,
+	  (int dirfd, const char *restrict path, struct stat *restrict st,
+	   int flags),
+	  fstatat_fn, dirfd, path, st, flags)
+STAT_LIKE(int, fstatat64,
+	  (int dirfd, const char *restrict path, struct stat64 *restrict st,
+	   int flags),
+	  fstatat_fn, dirfd, path, (struct stat *)st, flags)
+STAT_LIKE(int, statx,
+	  (int dirfd, const char *restrict path, int flags, unsigned mask,
+	   struct statx *restrict stx),
+	  statx_fn, dirfd, path, flags, mask, stx)
 /* binaries linked against glibc < 2.33 */
-EXPORT int __xstat(int ver, const char *path, struct stat *st)
-{
-	if (__builtin_expect(is_sim_cdev(path), 0))
-		path = "/dev/null";
-	return NEXT(xstat_fn, "__xstat")(ver, path, st);
-}
+STAT_LIKE(int, __xstat, (int ver, const char *path, struct stat *st), xstat_fn,
+	  ver, path, st)
+STAT_LIKE(int, __xstat64, (int ver, const char *path, struct stat64 *st),
+	  xstat_fn, ver, path, (struct stat *)st)
+STAT_LIKE(int, __lxstat, (int ver, const char *path, struct stat *st), xstat_fn,
+	  ver, path, st)
+STAT_LIKE(int, __lxstat64, (int ver, const char *path, struct stat64 *st),
+	  xstat_fn, ver, path, (struct stat *)st)
+STAT_LIKE(int, __fxstatat,
+	  (int ver, int dirfd, const char *path, struct stat *st, int flags),
+	  fxstatat_fn, ver, dirfd, path, st, flags)
+STAT_LIKE(int, __fxstatat64,
+	  (int ver, int dirfd, const char *path, struct stat64 *st, int flags),
+	  fxstatat_fn, ver, dirfd, path, (struct stat *)st, flags)
 
-EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
-{
-	if (__builtin_expect(is_sim_cdev(path), 0))
-		path = "/dev/null";
-	return NEXT(xstat_fn, "__xstat64")(ver, path, (struct stat *)st);
-}
+STAT_LIKE(int, access, (const char *path, int mode), access_fn, path, mode)
+STAT_LIKE(int, euidaccess, (const char *path, int mode), access_fn, path, mode)
+STAT_LIKE(int, eaccess, (const char *path, int mode), access_fn, path, mode)
+STAT_LIKE(int, faccessat, (int dirfd, const char *path, int mode, int flags),
+	  faccessat_fn, dirfd, path, mode, flags)
 
 /* ---- fstat: librdmacm insists that its rdma_cm fd is a character device ---- */
 
@@ -501,10 +618,8 @@ static ssize_t create_comp_channel(const void *buf, size_t n)
 	fcntl(wfd, F_SETFL, fcntl(wfd, F_GETFL) | O_NONBLOCK);
 
 	pthread_mutex_lock(&lock);
-	forget_fd_locked(rfd);
+	track_fd_locked(rfd, chan_bits);
 	chan_wfd[rfd] = wfd;
-	bit_set(chan_bits, rfd);
-	bit_set(special_bits, rfd);
 	pthread_mutex_unlock(&lock);
 
 	resp.fd = (uint32_t)rfd;

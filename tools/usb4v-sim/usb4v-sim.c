@@ -22,6 +22,7 @@
 #include <usb4verbs/sim.h>
 
 #include "cable_dir.h"
+#include "gc.h"
 #include "locate.h"
 
 #ifndef USB4V_VERSION
@@ -45,7 +46,10 @@ static void usage(FILE *f)
 		"  set  [--name NAME] [LIVE OPTIONS]    reconfigure a live cable\n"
 		"  stat [--name NAME]                   print configuration and counters\n"
 		"  list                                 list cables\n"
-		"  exec [--name NAME] -- CMD [ARGS...]  run CMD with the cable's devices visible\n"
+		"  exec [--name NAME] [--end 0|1] -- CMD [ARGS...]\n"
+		"                                       run CMD with the cable's devices visible;\n"
+		"                                       --end: only that end's, named as end 0's\n"
+		"  gc   [--idle] [--all-users]          remove stale cables (--idle: and unused ones)\n"
 		"\n"
 		"NAME defaults to \"default\"; [A-Za-z0-9_.-], at most 32 characters.\n"
 		"\n"
@@ -111,6 +115,7 @@ enum opt_id {
 	O_RING_DEPTH,
 	O_CHANNELS,
 	O_SEED,
+	O_END,
 	O_COUNT
 };
 
@@ -121,7 +126,7 @@ static const char *const opt_names[O_COUNT] = {
 	[O_CRC] = "crc",	   [O_STRANDED] = "stranded",
 	[O_ACK_DROP] = "ack-drop", [O_E2E] = "e2e",
 	[O_RING_DEPTH] = "ring-depth", [O_CHANNELS] = "channels",
-	[O_SEED] = "seed",
+	[O_SEED] = "seed",	   [O_END] = "end",
 };
 
 #define M(o) (1u << (o))
@@ -627,60 +632,33 @@ __attribute__((format(printf, 2, 3))) static void ret_asprintf(char **out,
 		fail(1, "out of memory");
 }
 
-static int cmd_exec(int argc, char **argv)
+/* RDMAV_DRIVERS: the provider first, then what was already there. */
+static void env_add_provider(char *provider)
 {
-	struct state_dir st;
-	struct cable_info info;
-	struct u4l_sim_config cfg;
-	struct opts o;
-	char sysfs[CABLE_PATH_MAX], provider[PATH_MAX], shim[PATH_MAX];
-	const char *name, *old;
-	char *val;
-	struct stat sb;
+	const char *old = getenv("RDMAV_DRIVERS");
+	char *val = provider;
 
-	parse_opts("exec", argc, argv, 2, M(O_NAME), true, &o);
-	name = opt_name_value(&o);
-	if (o.cmd_index >= argc)
-		misuse("exec: no command after '--'");
-	resolve_state(&st);
-	need_cable(&st, name, &info);
-	need_segment(&info, &cfg);
-	if (cable_sysfs_path(&st, name, sysfs, sizeof(sysfs)) ||
-	    stat(sysfs, &sb) || !S_ISDIR(sb.st_mode))
-		fail(1, "cable '%s' has no sysfs tree at %s", name, sysfs);
-	if (strlen(sysfs) > 200)
-		fail(1, "state directory path %s is too long for libibverbs "
-			"(set USB4V_SIM_DIR to a shorter path)", st.path);
-
-	if (!u4vs_find_provider(provider, sizeof(provider)))
-		fail(1, "cannot find the usb4verbs provider (" PROVIDER_BASE
-			"%s) next to %s or under " U4V_INSTALL_LIBDIR
-			"/{usb4verbs,libibverbs}; set USB4V_PROVIDER_PATH",
-		     U4V_PROVIDER_SUFFIX, prog);
-	if (!u4vs_find_shim(shim, sizeof(shim)))
-		fail(1, "cannot find " SHIM_FILE " next to %s or under "
-			U4V_INSTALL_LIBDIR "/usb4verbs; set USB4V_SHIM_PATH",
-		     prog);
-
-	if (setenv("SYSFS_PATH", sysfs, 1) || setenv("USB4V_SIM_CABLE", name, 1))
-		fail(1, "setenv: %s", strerror(errno));
-
-	old = getenv("RDMAV_DRIVERS");
 	if (old && *old)
 		ret_asprintf(&val, "%s:%s", provider, old);
-	else
-		val = provider;
 	if (setenv("RDMAV_DRIVERS", val, 1))
 		fail(1, "setenv: %s", strerror(errno));
+}
 
-	old = getenv("LD_PRELOAD");
+/*
+ * LD_PRELOAD: the shim first (after a sanitizer runtime, which insists on
+ * coming first; interposition chains through it either way), unless it is
+ * there already.
+ */
+static void env_add_shim(char *shim)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char *val = shim;
+
 	if (old && *old && !strstr(old, shim)) {
 		size_t first = strcspn(old, ": ");
 		char head[PATH_MAX];
 
 		snprintf(head, sizeof(head), "%.*s", (int)first, old);
-		/* sanitizer runtimes insist on coming first; interposition
-		 * chains through them either way */
 		if (strstr(head, "san.so") || strstr(head, "san-"))
 			ret_asprintf(&val, "%.*s:%s%s", (int)first, old, shim,
 				     old + first);
@@ -688,15 +666,64 @@ static int cmd_exec(int argc, char **argv)
 			ret_asprintf(&val, "%s:%s", shim, old);
 	} else if (old && *old) {
 		val = (char *)old;
-	} else {
-		val = shim;
 	}
 	if (setenv("LD_PRELOAD", val, 1))
 		fail(1, "setenv: %s", strerror(errno));
+}
+
+/* The provider and the shim this exec loads, or a clear failure. */
+static void find_provider_and_shim(char *provider, char *shim)
+{
+	if (!u4vs_find_provider(provider, PATH_MAX))
+		fail(1,
+		     "cannot find the usb4verbs provider (" PROVIDER_BASE
+		     "%s) next to %s or under " U4V_INSTALL_LIBDIR
+		     "/{usb4verbs,libibverbs}; set USB4V_PROVIDER_PATH",
+		     U4V_PROVIDER_SUFFIX, prog);
+	if (!u4vs_find_shim(shim, PATH_MAX))
+		fail(1,
+		     "cannot find " SHIM_FILE
+		     " next to %s or under " U4V_INSTALL_LIBDIR
+		     "/usb4verbs; set USB4V_SHIM_PATH",
+		     prog);
+}
+
+static int cmd_exec(int argc, char **argv)
+{
+	struct state_dir st;
+	struct cable_info info;
+	struct u4l_sim_config cfg;
+	struct opts o;
+	char sysfs[CABLE_PATH_MAX], provider[PATH_MAX], shim[PATH_MAX];
+	const char *name;
+	int end = CABLE_BOTH_ENDS, e;
+	struct stat sb;
+
+	parse_opts("exec", argc, argv, 2, M(O_NAME) | M(O_END), true, &o);
+	name = opt_name_value(&o);
+	if (o.given & M(O_END))
+		end = (int)parse_uint("end", o.val[O_END], 0, 1);
+	if (o.cmd_index >= argc)
+		misuse("exec: no command after '--'");
+	resolve_state(&st);
+	need_cable(&st, name, &info);
+	need_segment(&info, &cfg);
+	if (cable_sysfs_path(&st, name, end, sysfs, sizeof(sysfs)) ||
+	    stat(sysfs, &sb) || !S_ISDIR(sb.st_mode))
+		fail(1, "cable '%s' has no sysfs tree at %s", name, sysfs);
+	if (strlen(sysfs) > 200)
+		fail(1, "state directory path %s is too long for libibverbs "
+			"(set USB4V_SIM_DIR to a shorter path)", st.path);
+	find_provider_and_shim(provider, shim);
+
+	if (setenv("SYSFS_PATH", sysfs, 1) || setenv("USB4V_SIM_CABLE", name, 1))
+		fail(1, "setenv: %s", strerror(errno));
+	env_add_provider(provider);
+	env_add_shim(shim);
 
 	fflush(NULL);
 	execvp(argv[o.cmd_index], &argv[o.cmd_index]);
-	int e = errno;
+	e = errno;
 	fprintf(stderr, "%s: exec %s: %s\n", prog, argv[o.cmd_index],
 		strerror(e));
 	return e == ENOENT ? 127 : 126;
@@ -739,5 +766,7 @@ int main(int argc, char **argv)
 		return cmd_list(argc, argv);
 	if (!strcmp(cmd, "exec"))
 		return cmd_exec(argc, argv);
+	if (!strcmp(cmd, "gc"))
+		return usb4v_sim_gc(prog, argc, argv);
 	misuse("unknown command '%s'", cmd);
 }
