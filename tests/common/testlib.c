@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Helpers shared by the engine's unit and integration tests. */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -32,9 +34,7 @@ void u4vt_cable_create(const char *shm, const struct u4l_sim_config *cfg)
 	struct u4l_sim_config def;
 
 	if (!cfg) {
-		u4l_sim_config_default(&def);
-		def.rate_bps = 0;
-		def.latency_ns = 0;
+		u4vt_cable_config(&def);
 		cfg = &def;
 	}
 	u4l_sim_destroy(shm);
@@ -118,63 +118,157 @@ struct u4v_qp *u4vt_qp_create(struct u4vt_end *e, enum ibv_qp_type type,
 void u4vt_qp_connect(struct u4v_qp *qp, enum ibv_qp_type type,
 		     uint32_t remote_qpn, const struct u4vt_qp_opts *o)
 {
-	struct ibv_qp_attr a;
-	int mask;
+	struct u4vt_conn c;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = 1;
-	mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-	if (type == IBV_QPT_UD) {
-		a.qkey = 0x11111111;
-		mask |= IBV_QP_QKEY;
-	} else {
-		a.qp_access_flags = o->access;
-		mask |= IBV_QP_ACCESS_FLAGS;
-	}
-	assert_int_equal(u4v_modify_qp(qp, &a, mask), 0);
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	mask = IBV_QP_STATE;
-	if (type != IBV_QPT_UD) {
-		a.path_mtu = IBV_MTU_4096;
-		a.dest_qp_num = remote_qpn;
-		a.rq_psn = o->psn ? o->psn : 0x123;
-		a.ah_attr.port_num = 1;
-		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			IBV_QP_RQ_PSN;
-		if (type == IBV_QPT_RC) {
-			a.max_dest_rd_atomic = 16;
-			a.min_rnr_timer = o->min_rnr_timer;
-			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
-				IBV_QP_MIN_RNR_TIMER;
-		}
-	}
-	assert_int_equal(u4v_modify_qp(qp, &a, mask), 0);
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = o->psn ? o->psn : 0x123;
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (type == IBV_QPT_RC) {
-		a.timeout = o->timeout;
-		a.retry_cnt = o->retry_cnt;
-		a.rnr_retry = o->rnr_retry;
-		a.max_rd_atomic = 16;
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC;
-	}
-	assert_int_equal(u4v_modify_qp(qp, &a, mask), 0);
+	u4vt_conn_default(&c, remote_qpn);
+	c.psn = o->psn ? o->psn : 0x123;
+	c.access = o->access;
+	c.timeout = o->timeout;
+	c.retry_cnt = o->retry_cnt;
+	c.rnr_retry = o->rnr_retry;
+	c.min_rnr_timer = o->min_rnr_timer;
+	assert_int_equal(u4vt_eng_connect(qp, type, &c), 0);
 }
 
-uint64_t u4vt_now_ms(void)
+void u4vt_qp_pair(struct u4vt_end *a, struct u4vt_end *b, enum ibv_qp_type type,
+		  const struct u4vt_qp_opts *o, struct u4v_qp **qa,
+		  struct u4v_qp **qb)
 {
-	struct timespec ts;
+	*qa = u4vt_qp_create(a, type, o);
+	*qb = u4vt_qp_create(b, type, o);
+	u4vt_qp_connect(*qa, type, u4v_qp_num(*qb), o);
+	u4vt_qp_connect(*qb, type, u4v_qp_num(*qa), o);
+}
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+/* A copy of e whose CQ is a new one of cqe entries, also left in *cq. */
+static struct u4vt_end end_on_own_cq(const struct u4vt_end *e, int cqe,
+				     struct u4v_cq **cq)
+{
+	struct u4vt_end own = *e;
+
+	assert_int_equal(u4v_create_cq(e->ctx, cqe, cq), 0);
+	own.cq = *cq;
+	return own;
+}
+
+void u4vt_qp_pairs(struct u4vt_end *a, struct u4vt_end *b, int n, int cqe,
+		   const struct u4vt_qp_opts *o, struct u4v_qp **qa,
+		   struct u4v_qp **qb, struct u4v_cq **cqa, struct u4v_cq **cqb)
+{
+	int q;
+
+	for (q = 0; q < n; q++) {
+		struct u4vt_end ea = end_on_own_cq(a, cqe, &cqa[q]);
+		struct u4vt_end eb = cqb ? end_on_own_cq(b, cqe, &cqb[q]) : *b;
+
+		qa[q] = u4vt_qp_create(&ea, IBV_QPT_RC, o);
+		qb[q] = u4vt_qp_create(&eb, IBV_QPT_RC, o);
+	}
+	for (q = 0; q < n; q++) {
+		u4vt_qp_connect(qa[q], IBV_QPT_RC, u4v_qp_num(qb[q]), o);
+		u4vt_qp_connect(qb[q], IBV_QPT_RC, u4v_qp_num(qa[q]), o);
+	}
+}
+
+void u4vt_qp_pairs_down(int n, struct u4v_qp **qa, struct u4v_qp **qb,
+			struct u4v_cq **cqa, struct u4v_cq **cqb)
+{
+	int q;
+
+	for (q = 0; q < n; q++) {
+		assert_int_equal(u4v_destroy_qp(qa[q]), 0);
+		assert_int_equal(u4v_destroy_qp(qb[q]), 0);
+		assert_int_equal(u4v_destroy_cq(cqa[q]), 0);
+		if (cqb)
+			assert_int_equal(u4v_destroy_cq(cqb[q]), 0);
+	}
+}
+
+static void pair_open(struct u4vt_pair *p, const char *tag,
+		      const struct u4l_sim_config *cfg, int async_end,
+		      int b_no_thread)
+{
+	memset(p, 0, sizeof(*p));
+	p->evfd[0] = p->evfd[1] = -1;
+	p->shm = u4vt_shm_name(tag);
+	if (async_end >= 0)
+		assert_int_equal(pipe2(p->evfd, O_NONBLOCK | O_CLOEXEC), 0);
+	u4vt_cable_create(p->shm, cfg);
+	u4vt_end_open_ex(&p->a, p->shm, 0, async_end == 0 ? p->evfd[1] : -1,
+			 0);
+	u4vt_end_open_ex(&p->b, p->shm, 1, async_end == 1 ? p->evfd[1] : -1,
+			 b_no_thread);
+	u4vt_qp_opts_default(&p->o);
+}
+
+void u4vt_pair_ends(struct u4vt_pair *p, const char *tag,
+		    const struct u4l_sim_config *cfg, int async_end)
+{
+	pair_open(p, tag, cfg, async_end, 0);
+}
+
+void u4vt_pair_up(struct u4vt_pair *p, const char *tag, enum ibv_qp_type type,
+		  const struct u4l_sim_config *cfg,
+		  const struct u4vt_qp_opts *o, int b_no_thread)
+{
+	pair_open(p, tag, cfg, -1, b_no_thread);
+	p->type = type;
+	if (o)
+		p->o = *o;
+	u4vt_qp_pair(&p->a, &p->b, type, &p->o, &p->qa, &p->qb);
+}
+
+void u4vt_area_pair_up(struct u4vt_area_pair *p, const char *tag,
+		       enum ibv_qp_type type, const struct u4vt_qp_opts *o,
+		       size_t len)
+{
+	memset(p, 0, sizeof(*p));
+	u4vt_pair_up(&p->q, tag, type, NULL, o, 0);
+	p->len = len;
+	p->src = u4vt_map(len);
+	p->dst = u4vt_map(len);
+	p->ms = u4vt_reg(&p->q.a, p->src, len, U4VT_ACCESS_ALL);
+	p->md = u4vt_reg(&p->q.b, p->dst, len, U4VT_ACCESS_ALL);
+	if (type == IBV_QPT_UD)
+		p->ah = u4vt_ah(p->q.a.pd);
+}
+
+void u4vt_area_pair_down(struct u4vt_area_pair *p)
+{
+	if (p->ah)
+		assert_int_equal(u4v_destroy_ah(p->ah), 0);
+	assert_int_equal(u4v_dereg_mr(p->ms), 0);
+	assert_int_equal(u4v_dereg_mr(p->md), 0);
+	u4vt_unmap(p->src, p->len);
+	u4vt_unmap(p->dst, p->len);
+	u4vt_pair_down(&p->q);
+}
+
+void u4vt_pair_reconnect(struct u4vt_pair *p)
+{
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+
+	/* new PSNs: a frame of the last connection still on its way is
+	 * not taken for one of this */
+	p->o.psn = (p->o.psn + 0x10000) & 0xffffff;
+	assert_int_equal(u4v_modify_qp(p->qa, &reset, IBV_QP_STATE), 0);
+	assert_int_equal(u4v_modify_qp(p->qb, &reset, IBV_QP_STATE), 0);
+	u4vt_qp_connect(p->qa, p->type, u4v_qp_num(p->qb), &p->o);
+	u4vt_qp_connect(p->qb, p->type, u4v_qp_num(p->qa), &p->o);
+}
+
+void u4vt_pair_down(struct u4vt_pair *p)
+{
+	if (p->qa)
+		assert_int_equal(u4v_destroy_qp(p->qa), 0);
+	if (p->qb)
+		assert_int_equal(u4v_destroy_qp(p->qb), 0);
+	u4vt_end_close(&p->a);
+	u4vt_end_close(&p->b);
+	u4l_sim_destroy(p->shm);
+	for (int i = 0; i < 2; i++)
+		if (p->evfd[i] >= 0)
+			close(p->evfd[i]);
 }
 
 int u4vt_poll(struct u4v_cq *cq, struct ibv_wc *wc, int n, int timeout_ms)
@@ -191,40 +285,6 @@ int u4vt_poll(struct u4v_cq *cq, struct ibv_wc *wc, int n, int timeout_ms)
 			break;
 	}
 	return got;
-}
-
-void u4vt_fill(void *buf, size_t len, uint64_t seed)
-{
-	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-	uint8_t *p = buf;
-	size_t i;
-
-	for (i = 0; i + 8 <= len; i += 8) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		memcpy(p + i, &x, 8);
-	}
-	for (; i < len; i++)
-		p[i] = (uint8_t)(x >> (8 * (i & 7)));
-}
-
-uint64_t u4vt_sum(const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-	uint64_t h = 0xcbf29ce484222325ull;
-	size_t i;
-
-	/* FNV-1a over 8-byte words, then the tail */
-	for (i = 0; i + 8 <= len; i += 8) {
-		uint64_t w;
-
-		memcpy(&w, p + i, 8);
-		h = (h ^ w) * 0x100000001b3ull;
-	}
-	for (; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h ^ len;
 }
 
 int u4vt_async_read(int fd, uint64_t *element, uint32_t *type,
@@ -265,17 +325,10 @@ uint64_t u4vt_avail_mb(void)
 
 void *u4vt_map(size_t len)
 {
-	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *p = u4vt_map_anon(len);
 
-	assert_true(p != MAP_FAILED);
+	assert_non_null(p);
 	return p;
-}
-
-void u4vt_unmap(void *p, size_t len)
-{
-	if (p)
-		munmap(p, len ? len : 1);
 }
 
 struct u4v_mr *u4vt_reg(struct u4vt_end *e, void *addr, size_t len,
@@ -287,6 +340,55 @@ struct u4v_mr *u4vt_reg(struct u4vt_end *e, void *addr, size_t len,
 	return mr;
 }
 
+void u4vt_ah_attr(struct ibv_ah_attr *attr, struct ibv_gid_entry *sgid)
+{
+	/* GID 3 of a software cable's port: RoCE v2 ::ffff:127.0.0.1 */
+	static const uint8_t v4_loop[16] = { [10] = 0xff, [11] = 0xff,
+					     [12] = 127,  [15] = 1 };
+
+	memset(attr, 0, sizeof(*attr));
+	memset(sgid, 0, sizeof(*sgid));
+	memcpy(sgid->gid.raw, v4_loop, sizeof(v4_loop));
+	sgid->gid_index = 3;
+	sgid->port_num = 1;
+	sgid->gid_type = IBV_GID_TYPE_ROCE_V2;
+	attr->port_num = 1;
+	attr->is_global = 1;
+	attr->grh.sgid_index = 3;
+	attr->grh.dgid = sgid->gid;
+	attr->grh.hop_limit = 64;
+}
+
+struct u4v_ah *u4vt_ah(struct u4v_pd *pd)
+{
+	struct ibv_gid_entry sgid;
+	struct ibv_ah_attr attr;
+	struct u4v_ah *ah = NULL;
+
+	u4vt_ah_attr(&attr, &sgid);
+	assert_int_equal(u4v_create_ah(pd, &attr, &sgid, &ah), 0);
+	return ah;
+}
+
+void u4vt_send_wr(struct ibv_send_wr *wr, enum ibv_wr_opcode op, uint64_t wr_id,
+		  int flags, struct ibv_sge *sge, int nsge)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->opcode = op;
+	wr->send_flags = flags;
+	wr->sg_list = nsge ? sge : NULL;
+	wr->num_sge = nsge;
+}
+
+void u4vt_send_wr_ud(struct ibv_send_wr *wr, struct u4v_ah *ah,
+		     uint32_t remote_qpn)
+{
+	wr->wr.ud.ah = &ah->ibv;
+	wr->wr.ud.remote_qpn = remote_qpn;
+	wr->wr.ud.remote_qkey = U4VT_QKEY;
+}
+
 int u4vt_post_send1(struct u4v_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
 		    int flags, uint64_t addr, uint32_t len, uint32_t lkey,
 		    uint64_t remote_addr, uint32_t rkey, uint32_t imm)
@@ -294,15 +396,8 @@ int u4vt_post_send1(struct u4v_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
 	struct ibv_sge sge = { addr, len, lkey };
 	struct ibv_send_wr wr, *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.opcode = op;
-	wr.send_flags = flags;
+	u4vt_send_wr(&wr, op, wr_id, flags, &sge, len || addr);
 	wr.imm_data = imm;
-	if (len || addr) {
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-	}
 	wr.wr.rdma.remote_addr = remote_addr;
 	wr.wr.rdma.rkey = rkey;
 	return u4v_post_send(qp, &wr, &bad);
@@ -315,12 +410,7 @@ int u4vt_post_atomic(struct u4v_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
 	struct ibv_sge sge = { addr, 8, lkey };
 	struct ibv_send_wr wr, *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	u4vt_send_wr(&wr, op, wr_id, IBV_SEND_SIGNALED, &sge, 1);
 	wr.wr.atomic.remote_addr = remote_addr;
 	wr.wr.atomic.rkey = rkey;
 	wr.wr.atomic.compare_add = add_or_cmp;
@@ -328,32 +418,58 @@ int u4vt_post_atomic(struct u4v_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
 	return u4v_post_send(qp, &wr, &bad);
 }
 
+uint64_t u4vt_atomic(struct u4v_qp *qp, struct u4v_cq *cq,
+		     enum ibv_wr_opcode op, uint64_t wr_id, void *res,
+		     uint32_t lkey, uint64_t *cell, uint32_t rkey,
+		     uint64_t add_or_cmp, uint64_t swap)
+{
+	struct ibv_wc wc;
+	uint64_t found;
+
+	assert_int_equal(u4vt_post_atomic(qp, op, wr_id, (uintptr_t)res, lkey,
+					  (uintptr_t)cell, rkey, add_or_cmp,
+					  swap),
+			 0);
+	assert_int_equal(u4vt_poll(cq, &wc, 1, 20000), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, wr_id);
+	assert_int_equal(wc.qp_num, u4v_qp_num(qp));
+	assert_int_equal(wc.opcode, op == IBV_WR_ATOMIC_FETCH_AND_ADD
+					? IBV_WC_FETCH_ADD
+					: IBV_WC_COMP_SWAP);
+	memcpy(&found, res, sizeof(found));
+	return found;
+}
+
+/* A receive WR of one SGE (none when len and addr are 0) at *sge. */
+static void recv_wr1(struct ibv_recv_wr *wr, struct ibv_sge *sge,
+		     uint64_t wr_id, uint64_t addr, uint32_t len, uint32_t lkey)
+{
+	*sge = (struct ibv_sge){ addr, len, lkey };
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	if (len || addr) {
+		wr->sg_list = sge;
+		wr->num_sge = 1;
+	}
+}
+
 int u4vt_post_recv1(struct u4v_qp *qp, uint64_t wr_id, uint64_t addr,
 		    uint32_t len, uint32_t lkey)
 {
-	struct ibv_sge sge = { addr, len, lkey };
 	struct ibv_recv_wr wr, *bad = NULL;
+	struct ibv_sge sge;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	if (len || addr) {
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-	}
+	recv_wr1(&wr, &sge, wr_id, addr, len, lkey);
 	return u4v_post_recv(qp, &wr, &bad);
 }
 
 int u4vt_post_srq_recv1(struct u4v_srq *srq, uint64_t wr_id, uint64_t addr,
 			uint32_t len, uint32_t lkey)
 {
-	struct ibv_sge sge = { addr, len, lkey };
 	struct ibv_recv_wr wr, *bad = NULL;
+	struct ibv_sge sge;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	if (len || addr) {
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-	}
+	recv_wr1(&wr, &sge, wr_id, addr, len, lkey);
 	return u4v_post_srq_recv(srq, &wr, &bad);
 }

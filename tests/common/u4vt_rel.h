@@ -14,79 +14,6 @@
 #include "testlib.h"
 #include "u4vt_traffic.h"
 
-/* An unthrottled, zero-latency, fault-free cable configuration. */
-static inline void rel_cfg(struct u4l_sim_config *c)
-{
-	u4l_sim_config_default(c);
-	c->rate_bps = 0;
-	c->latency_ns = 0;
-}
-
-/* u4vt_end_open with a choice of progress thread (no_thread 1: none). */
-static inline void rel_end_open(struct u4vt_end *e, const char *shm,
-				uint32_t end, int no_thread)
-{
-	struct u4v_ctx_attr attr = { 0 };
-	struct u4l_dev *link;
-
-	memset(e, 0, sizeof(*e));
-	assert_int_equal(u4l_sim_open(shm, end, &link), 0);
-	attr.link = link;
-	attr.node_guid = 0x2000 + end;
-	attr.async_event_fd = -1;
-	attr.no_progress_thread = no_thread;
-	assert_int_equal(u4v_ctx_open(&attr, &e->ctx), 0);
-	assert_int_equal(u4v_alloc_pd(e->ctx, &e->pd), 0);
-	assert_int_equal(u4v_create_cq(e->ctx, 4096, &e->cq), 0);
-}
-
-/* Two ends of a fresh cable and one connected QP pair a -> b. */
-struct rel_pair {
-	const char *shm;
-	struct u4vt_end a, b;
-	struct u4vt_qp_opts o;
-	struct u4v_qp *qa, *qb;
-	enum ibv_qp_type type;
-};
-
-static inline void rel_pair_up(struct rel_pair *p, const char *tag,
-			       enum ibv_qp_type type,
-			       const struct u4l_sim_config *cfg,
-			       const struct u4vt_qp_opts *o, int b_no_thread)
-{
-	struct u4l_sim_config def;
-
-	if (!cfg) {
-		rel_cfg(&def);
-		cfg = &def;
-	}
-	memset(p, 0, sizeof(*p));
-	p->type = type;
-	p->shm = u4vt_shm_name(tag);
-	u4vt_cable_create(p->shm, cfg);
-	rel_end_open(&p->a, p->shm, 0, 0);
-	rel_end_open(&p->b, p->shm, 1, b_no_thread);
-	if (o)
-		p->o = *o;
-	else
-		u4vt_qp_opts_default(&p->o);
-	p->qa = u4vt_qp_create(&p->a, type, &p->o);
-	p->qb = u4vt_qp_create(&p->b, type, &p->o);
-	u4vt_qp_connect(p->qa, type, u4v_qp_num(p->qb), &p->o);
-	u4vt_qp_connect(p->qb, type, u4v_qp_num(p->qa), &p->o);
-}
-
-static inline void rel_pair_down(struct rel_pair *p)
-{
-	if (p->qa)
-		assert_int_equal(u4v_destroy_qp(p->qa), 0);
-	if (p->qb)
-		assert_int_equal(u4v_destroy_qp(p->qb), 0);
-	u4vt_end_close(&p->a);
-	u4vt_end_close(&p->b);
-	u4l_sim_destroy(p->shm);
-}
-
 /* Counters of both cable ends added up. */
 static inline void rel_counters(const char *shm, struct u4l_counters *sum)
 {
@@ -147,12 +74,7 @@ static inline struct u4v_mr *rel_reg(struct u4v_pd *pd, void *buf,
 static inline void rel_wr(struct ibv_send_wr *wr, struct ibv_sge *s,
 			  uint64_t wr_id, enum ibv_wr_opcode op)
 {
-	memset(wr, 0, sizeof(*wr));
-	wr->wr_id = wr_id;
-	wr->sg_list = s;
-	wr->num_sge = 1;
-	wr->opcode = op;
-	wr->send_flags = IBV_SEND_SIGNALED;
+	u4vt_send_wr(wr, op, wr_id, IBV_SEND_SIGNALED, s, 1);
 }
 
 /* Post one signaled WR of opcode op; returns the post's errno value. */
@@ -185,9 +107,7 @@ static inline int rel_post_ud(struct u4v_qp *qp, uint64_t wr_id, void *buf,
 	struct ibv_send_wr wr, *bad = NULL;
 
 	rel_wr(&wr, &s, wr_id, IBV_WR_SEND);
-	wr.wr.ud.ah = &ah->ibv;
-	wr.wr.ud.remote_qpn = remote_qpn;
-	wr.wr.ud.remote_qkey = 0x11111111;
+	u4vt_send_wr_ud(&wr, ah, remote_qpn);
 	return u4v_post_send(qp, &wr, &bad);
 }
 
@@ -209,6 +129,21 @@ static inline struct ibv_wc rel_wait1(struct u4v_cq *cq, int timeout_ms)
 
 	memset(&wc, 0, sizeof(wc));
 	assert_int_equal(u4vt_poll(cq, &wc, 1, timeout_ms), 1);
+	return wc;
+}
+
+/*
+ * A message's two completions, both successes within timeout_ms each: the
+ * sender's on send_cq, then the receiver's on recv_cq (returned).
+ */
+static inline struct ibv_wc
+rel_wait_both(struct u4v_cq *send_cq, struct u4v_cq *recv_cq, int timeout_ms)
+{
+	struct ibv_wc wc = rel_wait1(send_cq, timeout_ms);
+
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	wc = rel_wait1(recv_cq, timeout_ms);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	return wc;
 }
 

@@ -23,7 +23,7 @@
 #define BUF 65536u
 
 struct env {
-	struct rel_pair p;
+	struct u4vt_pair p;
 	uint8_t *a, *b;
 	struct u4v_mr *ma, *mb, *mro; /* mro: a's buffer, no LOCAL_WRITE */
 };
@@ -32,7 +32,7 @@ static struct env *env_up(const char *tag, enum ibv_qp_type type)
 {
 	struct env *e = calloc(1, sizeof(*e));
 
-	rel_pair_up(&e->p, tag, type, NULL, NULL, 0);
+	u4vt_pair_up(&e->p, tag, type, NULL, NULL, 0);
 	e->a = calloc(1, BUF);
 	e->b = calloc(1, BUF);
 	e->ma = rel_reg(e->p.a.pd, e->a, BUF, REL_ACC_ALL);
@@ -46,7 +46,7 @@ static void env_down(struct env *e)
 	assert_int_equal(u4v_dereg_mr(e->ma), 0);
 	assert_int_equal(u4v_dereg_mr(e->mb), 0);
 	assert_int_equal(u4v_dereg_mr(e->mro), 0);
-	rel_pair_down(&e->p);
+	u4vt_pair_down(&e->p);
 	free(e->a);
 	free(e->b);
 	free(e);
@@ -96,11 +96,59 @@ static void wr_init(struct env *e, struct ibv_send_wr *wr, struct ibv_sge *s,
 	wr->wr.rdma.rkey = u4v_mr_rkey(e->mb);
 }
 
+/* SGE lists: too many (the QP has 4), a negative count, none, too long. */
+static void bad_sge_lists(struct env *e)
+{
+	struct ibv_send_wr wr;
+	struct ibv_sge s, sg[8];
+
+	wr_init(e, &wr, &s, IBV_WR_SEND, 100);
+	for (int i = 0; i < 8; i++)
+		sg[i] = s;
+	wr.sg_list = sg;
+	wr.num_sge = 5;
+	assert_int_equal(post(e, &wr), EINVAL);
+	wr.num_sge = -1;
+	assert_int_equal(post(e, &wr), EINVAL);
+	wr.sg_list = NULL;
+	wr.num_sge = 1;
+	assert_int_equal(post(e, &wr), EINVAL);
+	/* beyond max_msg_sz in total */
+	wr_init(e, &wr, &s, IBV_WR_RDMA_WRITE, 100);
+	sg[0] = s;
+	sg[1] = s;
+	sg[1].length = U4V_MAX_MSG_SZ;
+	wr.sg_list = sg;
+	wr.num_sge = 2;
+	assert_int_equal(post(e, &wr), EINVAL);
+}
+
+/* A chain whose third WR is bad: the first two go, bad_wr = third. */
+static void chain_stops_at_bad(struct env *e)
+{
+	struct ibv_send_wr w[3], *bad = NULL;
+	struct ibv_sge ss[3];
+	struct ibv_wc wc[2];
+
+	for (int i = 0; i < 3; i++) {
+		wr_init(e, &w[i], &ss[i], IBV_WR_RDMA_WRITE, 64);
+		w[i].wr_id = 10 + i;
+		w[i].next = i < 2 ? &w[i + 1] : NULL;
+	}
+	ss[2].lkey = 0;
+	assert_int_equal(u4v_post_send(e->p.qa, w, &bad), EINVAL);
+	assert_ptr_equal(bad, &w[2]);
+	assert_int_equal(u4vt_poll(e->p.a.cq, wc, 2, 5000), 2);
+	assert_int_equal(wc[0].wr_id, 10);
+	assert_int_equal(wc[1].wr_id, 11);
+	assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
+}
+
 static void test_post_send_bad_wrs(void **state)
 {
 	struct env *e = env_up("bsend", IBV_QPT_RC);
 	struct ibv_send_wr wr;
-	struct ibv_sge s, sg[8];
+	struct ibv_sge s;
 
 	(void)state;
 	/* bad lkey, length beyond the MR, address before it */
@@ -128,58 +176,22 @@ static void test_post_send_bad_wrs(void **state)
 	wr.wr.atomic.remote_addr = (uintptr_t)e->b;
 	s.length = 4;
 	assert_int_equal(post(e, &wr), EINVAL);
-	/* too many SGEs (the QP has 4) */
-	wr_init(e, &wr, &s, IBV_WR_SEND, 100);
-	for (int i = 0; i < 8; i++)
-		sg[i] = s;
-	wr.sg_list = sg;
-	wr.num_sge = 5;
-	assert_int_equal(post(e, &wr), EINVAL);
-	wr.num_sge = -1;
-	assert_int_equal(post(e, &wr), EINVAL);
-	wr.sg_list = NULL;
-	wr.num_sge = 1;
-	assert_int_equal(post(e, &wr), EINVAL);
+	bad_sge_lists(e);
 	/* inline longer than max_inline_data (256) */
 	wr_init(e, &wr, &s, IBV_WR_SEND, 257);
 	wr.send_flags |= IBV_SEND_INLINE;
 	assert_int_equal(post(e, &wr), EINVAL);
-	/* unknown flag, unknown opcode, beyond max_msg_sz */
+	/* unknown flag, unknown opcode */
 	wr_init(e, &wr, &s, IBV_WR_SEND, 100);
 	wr.send_flags |= 1 << 20;
 	assert_int_equal(post(e, &wr), EINVAL);
 	wr_init(e, &wr, &s, (enum ibv_wr_opcode)77, 100);
 	assert_int_equal(post(e, &wr), EINVAL);
-	wr_init(e, &wr, &s, IBV_WR_RDMA_WRITE, 100);
-	sg[0] = s;
-	sg[1] = s;
-	sg[1].length = U4V_MAX_MSG_SZ;
-	wr.sg_list = sg;
-	wr.num_sge = 2;
-	assert_int_equal(post(e, &wr), EINVAL);
 	/* NULL arguments */
 	assert_int_equal(u4v_post_send(e->p.qa, NULL, NULL), EINVAL);
 	assert_int_equal(u4v_post_send(NULL, &wr, NULL), EINVAL);
 	good_op(e);
-	/* a chain whose third WR is bad: the first two go, bad_wr = third */
-	{
-		struct ibv_send_wr w[3], *bad = NULL;
-		struct ibv_sge ss[3];
-		struct ibv_wc wc[2];
-
-		for (int i = 0; i < 3; i++) {
-			wr_init(e, &w[i], &ss[i], IBV_WR_RDMA_WRITE, 64);
-			w[i].wr_id = 10 + i;
-			w[i].next = i < 2 ? &w[i + 1] : NULL;
-		}
-		ss[2].lkey = 0;
-		assert_int_equal(u4v_post_send(e->p.qa, w, &bad), EINVAL);
-		assert_ptr_equal(bad, &w[2]);
-		assert_int_equal(u4vt_poll(e->p.a.cq, wc, 2, 5000), 2);
-		assert_int_equal(wc[0].wr_id, 10);
-		assert_int_equal(wc[1].wr_id, 11);
-		assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
-	}
+	chain_stops_at_bad(e);
 	good_op(e);
 	env_down(e);
 }
@@ -213,7 +225,8 @@ static void test_opcode_matrix(void **state)
 	}
 	/* UD: no AH, datagram over 4096 */
 	{
-		struct ibv_ah_attr aa = { .port_num = 1 };
+		struct ibv_gid_entry sgid;
+		struct ibv_ah_attr aa;
 		struct u4v_ah *ah;
 		struct ibv_wc wc;
 
@@ -222,12 +235,25 @@ static void test_opcode_matrix(void **state)
 		wr.wr.ud.remote_qpn = u4v_qp_num(e->p.qb);
 		wr.wr.ud.remote_qkey = 0x11111111;
 		assert_int_equal(post(e, &wr), EINVAL);
-		assert_int_equal(u4v_create_ah(e->p.a.pd, &aa, &ah), 0);
+		ah = u4vt_ah(e->p.a.pd);
 		wr.wr.ud.ah = &ah->ibv;
 		s.length = 4097;
 		assert_int_equal(post(e, &wr), EINVAL);
+		/* another port; no GRH on a RoCE port; no or another GID */
+		u4vt_ah_attr(&aa, &sgid);
 		aa.port_num = 2;
-		assert_int_equal(u4v_create_ah(e->p.a.pd, &aa, &ah), EINVAL);
+		assert_int_equal(u4v_create_ah(e->p.a.pd, &aa, &sgid, &ah),
+				 EINVAL);
+		u4vt_ah_attr(&aa, &sgid);
+		aa.is_global = 0;
+		assert_int_equal(u4v_create_ah(e->p.a.pd, &aa, &sgid, &ah),
+				 EINVAL);
+		u4vt_ah_attr(&aa, &sgid);
+		assert_int_equal(u4v_create_ah(e->p.a.pd, &aa, NULL, &ah),
+				 EINVAL);
+		aa.grh.sgid_index = 2;
+		assert_int_equal(u4v_create_ah(e->p.a.pd, &aa, &sgid, &ah),
+				 EINVAL);
 		/* the good one */
 		s.length = 100;
 		assert_int_equal(rel_post_recv(e->p.qb, 1, e->b, 4200,
@@ -358,7 +384,8 @@ static void test_create_bad_args(void **state)
 
 		assert_int_equal(u4v_create_srq(e->p.a.pd, &sa, &s2), EINVAL);
 	}
-	assert_int_equal(u4v_reg_mr(e->p.a.pd, e->a, 64, IBV_ACCESS_MW_BIND, &mr), EINVAL);
+	assert_int_equal(u4v_reg_mr(e->p.a.pd, e->a, 64,
+				    IBV_ACCESS_ZERO_BASED, &mr), EINVAL);
 	assert_int_equal(u4v_reg_mr(e->p.a.pd, e->a, 64,
 				    IBV_ACCESS_REMOTE_WRITE, &mr), EINVAL);
 	assert_int_equal(u4v_reg_mr(e->p.a.pd, NULL, 64, 0, &mr), EFAULT);
@@ -380,7 +407,6 @@ static void test_destroy_busy(void **state)
 {
 	struct env *e = env_up("bbusy", IBV_QPT_RC);
 	struct ibv_srq_attr sa = { .max_wr = 16, .max_sge = 1 };
-	struct ibv_ah_attr aa = { .port_num = 1 };
 	struct u4vt_qp_opts o;
 	struct u4v_srq *srq;
 	struct u4v_ah *ah;
@@ -419,7 +445,7 @@ static void test_destroy_busy(void **state)
 		struct u4v_pd *pd;
 
 		assert_int_equal(u4v_alloc_pd(e->p.a.ctx, &pd), 0);
-		assert_int_equal(u4v_create_ah(pd, &aa, &ah), 0);
+		ah = u4vt_ah(pd);
 		assert_int_equal(u4v_dealloc_pd(pd), EBUSY);
 		assert_int_equal(u4v_destroy_ah(ah), 0);
 		assert_int_equal(u4v_dealloc_pd(pd), 0);
@@ -431,10 +457,26 @@ static void test_destroy_busy(void **state)
 	env_down(e);
 }
 
+/* A SEND on p's own QP pair still arrives, whole. */
+static void send_still_works(struct u4vt_pair *p)
+{
+	static char s[64] = "still", d[64];
+	struct u4v_mr *m1 = rel_reg(p->a.pd, s, 64, IBV_ACCESS_LOCAL_WRITE);
+	struct u4v_mr *m2 = rel_reg(p->b.pd, d, 64, IBV_ACCESS_LOCAL_WRITE);
+
+	assert_int_equal(rel_post_recv(p->qb, 1, d, 64, u4v_mr_lkey(m2)), 0);
+	assert_int_equal(
+	    rel_post(p->qa, IBV_WR_SEND, 1, s, 64, u4v_mr_lkey(m1), 0, 0), 0);
+	rel_wait_both(p->a.cq, p->b.cq, 5000);
+	assert_string_equal(d, "still");
+	assert_int_equal(u4v_dereg_mr(m1), 0);
+	assert_int_equal(u4v_dereg_mr(m2), 0);
+}
+
 static void test_queue_full_and_cq_overflow(void **state)
 {
 	struct u4vt_qp_opts o;
-	struct rel_pair p;
+	struct u4vt_pair p;
 	struct u4v_cq *small;
 	struct u4v_qp *qa, *qb;
 	struct u4v_mr *ma;
@@ -442,13 +484,11 @@ static void test_queue_full_and_cq_overflow(void **state)
 	struct ibv_wc wc[8];
 	static char buf[64];
 	int fds[2], i, n;
-	struct {
-		uint64_t element;
-		uint32_t type, reserved;
-	} ev;
+	uint64_t element;
+	uint32_t type;
 
 	(void)state;
-	rel_pair_up(&p, "bfull", IBV_QPT_RC, NULL, NULL, 0);
+	u4vt_pair_up(&p, "bfull", IBV_QPT_RC, NULL, NULL, 0);
 	/* an async event pipe, as the provider would give */
 	assert_int_equal(pipe(fds), 0);
 	assert_int_equal(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
@@ -460,10 +500,7 @@ static void test_queue_full_and_cq_overflow(void **state)
 	u4v_cq_set_handle(small, 0xc0ffee);
 	ea = p.a;
 	ea.cq = small;
-	qa = u4vt_qp_create(&ea, IBV_QPT_RC, &o);
-	qb = u4vt_qp_create(&p.b, IBV_QPT_RC, &o);
-	u4vt_qp_connect(qa, IBV_QPT_RC, u4v_qp_num(qb), &o);
-	u4vt_qp_connect(qb, IBV_QPT_RC, u4v_qp_num(qa), &o);
+	u4vt_qp_pair(&ea, &p.b, IBV_QPT_RC, &o, &qa, &qb);
 	ma = rel_reg(p.a.pd, buf, 64, IBV_ACCESS_LOCAL_WRITE |
 					      IBV_ACCESS_REMOTE_WRITE);
 	/* RQ full */
@@ -477,48 +514,24 @@ static void test_queue_full_and_cq_overflow(void **state)
 					  u4v_mr_lkey(ma), (uintptr_t)buf,
 					  u4v_mr_rkey(ma)), 0);
 	/* 8 signaled completions into a 4-entry CQ: overflow */
-	{
-		uint64_t end = u4vt_now_ms() + 3000;
-
-		while (read(fds[0], &ev, sizeof(ev)) != sizeof(ev)) {
-			u4v_ctx_progress(p.a.ctx);
-			assert_true(u4vt_now_ms() < end);
-			usleep(1000);
-		}
-	}
-	assert_int_equal(ev.type, IBV_EVENT_CQ_ERR);
-	assert_int_equal(ev.element, 0xc0ffee);
+	for (i = 0; i < 3000 && !u4vt_async_read(fds[0], &element, &type, 1);
+	     i++)
+		u4v_ctx_progress(p.a.ctx);
+	assert_true(i < 3000);
+	assert_int_equal(type, IBV_EVENT_CQ_ERR);
+	assert_int_equal(element, 0xc0ffee);
 	n = u4v_poll_cq(small, 8, wc);
 	assert_int_equal(n, 4);
 	p.a.ctx->async_fd = -1;
 	/* everything else still works: the default pair */
-	{
-		static char s[64] = "still", d[64];
-		struct u4v_mr *m1 = rel_reg(p.a.pd, s, 64,
-					    IBV_ACCESS_LOCAL_WRITE);
-		struct u4v_mr *m2 = rel_reg(p.b.pd, d, 64,
-					    IBV_ACCESS_LOCAL_WRITE);
-		struct ibv_wc w;
-
-		assert_int_equal(rel_post_recv(p.qb, 1, d, 64, u4v_mr_lkey(m2)),
-				 0);
-		assert_int_equal(rel_post(p.qa, IBV_WR_SEND, 1, s, 64,
-					  u4v_mr_lkey(m1), 0, 0), 0);
-		w = rel_wait1(p.a.cq, 5000);
-		assert_int_equal(w.status, IBV_WC_SUCCESS);
-		w = rel_wait1(p.b.cq, 5000);
-		assert_int_equal(w.status, IBV_WC_SUCCESS);
-		assert_string_equal(d, "still");
-		assert_int_equal(u4v_dereg_mr(m1), 0);
-		assert_int_equal(u4v_dereg_mr(m2), 0);
-	}
+	send_still_works(&p);
 	assert_int_equal(u4v_destroy_qp(qa), 0);
 	assert_int_equal(u4v_destroy_qp(qb), 0);
 	assert_int_equal(u4v_destroy_cq(small), 0);
 	assert_int_equal(u4v_dereg_mr(ma), 0);
 	close(fds[0]);
 	close(fds[1]);
-	rel_pair_down(&p);
+	u4vt_pair_down(&p);
 }
 
 int main(void)

@@ -22,13 +22,47 @@
 
 enum viol { OUTSIDE, NO_MR_FLAG, NO_QP_FLAG, BAD_RKEY, OTHER_PD };
 
+/*
+ * A fresh QP pair of type on p's contexts WRITEs 9000 bytes of src into
+ * a good MR over at (after the failed QP's flushes); they arrive.
+ */
+static void fresh_requester_works(struct u4vt_pair *p, enum ibv_qp_type type,
+				  uint8_t *src, struct u4v_mr *ms, uint8_t *at)
+{
+	struct u4v_mr *mt_ok = rel_reg(p->b.pd, at, TLEN, REL_ACC_ALL);
+	struct u4vt_qp_opts o;
+	struct u4v_qp *q1, *q2;
+	struct ibv_wc wc;
+
+	u4vt_qp_opts_default(&o);
+	u4vt_qp_pair(&p->a, &p->b, type, &o, &q1, &q2);
+	assert_int_equal(rel_post(q1, IBV_WR_RDMA_WRITE, 2, src, 9000,
+				  u4v_mr_lkey(ms), (uintptr_t)at,
+				  u4v_mr_rkey(mt_ok)),
+			 0);
+	while (u4vt_poll(p->a.cq, &wc, 1, 5000) == 1 && wc.wr_id != 2)
+		; /* flushes of the failed QP first */
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	if (type == IBV_QPT_UC) {
+		uint64_t end = u4vt_now_ms() + 2000;
+
+		while (memcmp(src, at, 9000) && u4vt_now_ms() < end)
+			u4v_poll_cq(p->b.cq, 1, &wc);
+	}
+	assert_memory_equal(src, at, 9000);
+	assert_int_equal(u4v_destroy_qp(q1), 0);
+	assert_int_equal(u4v_destroy_qp(q2), 0);
+	assert_int_equal(u4v_dereg_mr(mt_ok), 0);
+}
+
 static void one(enum ibv_qp_type type, enum ibv_wr_opcode op, enum viol v,
 		const char *tag)
 {
 	struct u4vt_qp_opts o;
-	struct rel_pair p;
+	struct u4vt_pair p;
 	struct u4v_pd *pd2 = NULL;
-	struct u4v_mr *ms, *mt, *mt_ok;
+	struct u4v_mr *ms, *mt;
 	uint8_t *src = calloc(1, TLEN), *tgt = malloc(TLEN + 8192);
 	uint64_t before;
 	uint64_t raddr;
@@ -42,7 +76,7 @@ static void one(enum ibv_qp_type type, enum ibv_wr_opcode op, enum viol v,
 		o.access = IBV_ACCESS_LOCAL_WRITE;
 	if (v == NO_MR_FLAG)
 		mr_acc = IBV_ACCESS_LOCAL_WRITE; /* no remote access at all */
-	rel_pair_up(&p, tag, type, NULL, &o, 0);
+	u4vt_pair_up(&p, tag, type, NULL, &o, 0);
 	u4vt_fill(tgt, TLEN + 8192, 99);
 	before = u4vt_sum(tgt, TLEN + 8192);
 	ms = rel_reg(p.a.pd, src, TLEN, IBV_ACCESS_LOCAL_WRITE);
@@ -80,39 +114,12 @@ static void one(enum ibv_qp_type type, enum ibv_wr_opcode op, enum viol v,
 	assert_int_equal(u4v_qp_state(p.qb), IBV_QPS_RTS);
 
 	/* a fresh requester on the same contexts uses a good MR fine */
-	{
-		struct u4v_qp *q1, *q2;
-
-		mt_ok = rel_reg(p.b.pd, tgt + 4096, TLEN, REL_ACC_ALL);
-		u4vt_qp_opts_default(&o);
-		q1 = u4vt_qp_create(&p.a, type, &o);
-		q2 = u4vt_qp_create(&p.b, type, &o);
-		u4vt_qp_connect(q1, type, u4v_qp_num(q2), &o);
-		u4vt_qp_connect(q2, type, u4v_qp_num(q1), &o);
-		assert_int_equal(rel_post(q1, IBV_WR_RDMA_WRITE, 2, src, 9000,
-					  u4v_mr_lkey(ms), (uintptr_t)tgt + 4096,
-					  u4v_mr_rkey(mt_ok)), 0);
-		while (u4vt_poll(p.a.cq, &wc, 1, 5000) == 1 && wc.wr_id != 2)
-			; /* flushes of the failed QP first */
-		assert_int_equal(wc.wr_id, 2);
-		assert_int_equal(wc.status, IBV_WC_SUCCESS);
-		if (type == IBV_QPT_UC) {
-			uint64_t end = u4vt_now_ms() + 2000;
-
-			while (memcmp(src, tgt + 4096, 9000) &&
-			       u4vt_now_ms() < end)
-				u4v_poll_cq(p.b.cq, 1, &wc);
-		}
-		assert_memory_equal(src, tgt + 4096, 9000);
-		assert_int_equal(u4v_destroy_qp(q1), 0);
-		assert_int_equal(u4v_destroy_qp(q2), 0);
-		assert_int_equal(u4v_dereg_mr(mt_ok), 0);
-	}
+	fresh_requester_works(&p, type, src, ms, tgt + 4096);
 	assert_int_equal(u4v_dereg_mr(ms), 0);
 	assert_int_equal(u4v_dereg_mr(mt), 0);
 	if (pd2)
 		assert_int_equal(u4v_dealloc_pd(pd2), 0);
-	rel_pair_down(&p);
+	u4vt_pair_down(&p);
 	free(src);
 	free(tgt);
 }

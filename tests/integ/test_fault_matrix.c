@@ -37,8 +37,8 @@ static void run_case(struct fcase *fc)
 	int ret;
 
 	u4vt_cable_create(shm, &fc->cfg);
-	rel_end_open(&a, shm, 0, 0);
-	rel_end_open(&b, shm, 1, fc->b_no_thread);
+	u4vt_end_open(&a, shm, 0);
+	u4vt_end_open_ex(&b, shm, 1, -1, fc->b_no_thread);
 	tr_cfg_default(&tc);
 	tc.nqp = 2;
 	tc.messages = fc->messages ? fc->messages : 1200;
@@ -72,7 +72,7 @@ static void fcase_init(struct fcase *fc, const char *tag, uint64_t seed)
 {
 	memset(fc, 0, sizeof(*fc));
 	fc->tag = tag;
-	rel_cfg(&fc->cfg);
+	u4vt_cable_config(&fc->cfg);
 	fc->cfg.seed = seed;
 	fc->bound_ms = 30000;
 }

@@ -47,7 +47,7 @@ static void child_main(const char *shm, int wfd, int rfd)
 	int i, n;
 
 	alarm(30);
-	rel_end_open(&b, shm, 1, 0);
+	u4vt_end_open(&b, shm, 1);
 	u4vt_qp_opts_default(&o);
 	o.max_recv_wr = 64;
 	qp = u4vt_qp_create(&b, IBV_QPT_RC, &o);
@@ -100,7 +100,7 @@ static void test_peer_killed(void **state)
 	close(p2c[0]);
 	close(c2p[1]);
 	alarm(50);
-	rel_end_open(&a, shm, 0, 0);
+	u4vt_end_open(&a, shm, 0);
 	u4vt_qp_opts_default(&o);
 	o.timeout = 12;	  /* 16.8 ms */
 	o.retry_cnt = 3;
@@ -183,7 +183,7 @@ static void test_peer_killed(void **state)
 
 static void test_rnr_finite(void **state)
 {
-	struct rel_pair p;
+	struct u4vt_pair p;
 	struct u4vt_qp_opts o;
 	struct u4l_counters c;
 	struct u4v_mr *mr;
@@ -196,7 +196,7 @@ static void test_rnr_finite(void **state)
 	o.rnr_retry = 2;
 	o.min_rnr_timer = 14; /* 1.28 ms per RNR wait */
 	o.timeout = 12;
-	rel_pair_up(&p, "rnr3", IBV_QPT_RC, NULL, &o, 0);
+	u4vt_pair_up(&p, "rnr3", IBV_QPT_RC, NULL, &o, 0);
 	mr = rel_reg(p.a.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	t0 = u4vt_now_ms();
 	assert_int_equal(rel_post(p.qa, IBV_WR_SEND, 1, buf, sizeof(buf),
@@ -216,12 +216,12 @@ static void test_rnr_finite(void **state)
 	assert_int_equal(u4v_qp_state(p.qb), IBV_QPS_RTS);
 	assert_int_equal(u4vt_poll(p.b.cq, &wc, 1, 50), 0);
 	assert_int_equal(u4v_dereg_mr(mr), 0);
-	rel_pair_down(&p);
+	u4vt_pair_down(&p);
 }
 
 static void test_rnr_infinite(void **state)
 {
-	struct rel_pair p;
+	struct u4vt_pair p;
 	struct u4vt_qp_opts o;
 	struct u4l_counters c;
 	struct u4v_mr *ma, *mb;
@@ -232,7 +232,7 @@ static void test_rnr_infinite(void **state)
 	u4vt_qp_opts_default(&o);
 	o.rnr_retry = 7;
 	o.min_rnr_timer = 1;
-	rel_pair_up(&p, "rnr7", IBV_QPT_RC, NULL, &o, 0);
+	u4vt_pair_up(&p, "rnr7", IBV_QPT_RC, NULL, &o, 0);
 	ma = rel_reg(p.a.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
 	mb = rel_reg(p.b.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE);
 	u4vt_fill(src, sizeof(src), 9);
@@ -253,7 +253,62 @@ static void test_rnr_infinite(void **state)
 	assert_memory_equal(src, dst, sizeof(src));
 	assert_int_equal(u4v_dereg_mr(ma), 0);
 	assert_int_equal(u4v_dereg_mr(mb), 0);
-	rel_pair_down(&p);
+	u4vt_pair_down(&p);
+}
+
+/*
+ * RDMA WRITE with immediate into a QP without a receive: RNR NAKs, then the
+ * same frame again once a receive is posted. A one-frame message (first and
+ * last at once) must not be taken for a second message starting inside the
+ * first, and the data lands once.
+ */
+static void test_rnr_write_imm(void **state)
+{
+	static const uint32_t sizes[] = { 0, 100, 10000 };
+	static uint8_t src[10000], dst[10000];
+	struct u4vt_pair p;
+	struct u4vt_qp_opts o;
+	struct u4v_mr *ma, *mb;
+	struct ibv_wc wc;
+	size_t i;
+
+	(void)state;
+	u4vt_qp_opts_default(&o);
+	o.rnr_retry = 7;
+	o.min_rnr_timer = 1;
+	u4vt_pair_up(&p, "rnrimm", IBV_QPT_RC, NULL, &o, 0);
+	ma = rel_reg(p.a.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	mb = rel_reg(p.b.pd, dst, sizeof(dst),
+		     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct ibv_sge s = { (uintptr_t)src, sizes[i],
+				     u4v_mr_lkey(ma) };
+		struct ibv_send_wr wr, *bad;
+
+		u4vt_fill(src, sizeof(src), i + 1);
+		memset(dst, 0, sizeof(dst));
+		rel_wr(&wr, &s, i, IBV_WR_RDMA_WRITE_WITH_IMM);
+		wr.num_sge = sizes[i] ? 1 : 0;
+		wr.imm_data = 0x1000 + (uint32_t)i;
+		wr.wr.rdma.remote_addr = (uintptr_t)dst;
+		wr.wr.rdma.rkey = u4v_mr_rkey(mb);
+		assert_int_equal(u4v_post_send(p.qa, &wr, &bad), 0);
+		/* RNR NAKs for a while: nothing completes, nothing fails */
+		assert_int_equal(u4vt_poll(p.a.cq, &wc, 1, 50), 0);
+		assert_int_equal(rel_post_recv(p.qb, 100 + i, NULL, 0, 0), 0);
+		wc = rel_wait1(p.a.cq, 5000);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		wc = rel_wait1(p.b.cq, 5000);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+		assert_int_equal(wc.wr_id, 100 + i);
+		assert_int_equal(wc.imm_data, 0x1000 + i);
+		assert_int_equal(wc.byte_len, sizes[i]);
+		assert_memory_equal(src, dst, sizes[i]);
+	}
+	assert_int_equal(u4v_dereg_mr(ma), 0);
+	assert_int_equal(u4v_dereg_mr(mb), 0);
+	u4vt_pair_down(&p);
 }
 
 /* ---- UC / UD loss ------------------------------------------------------ */
@@ -262,7 +317,7 @@ static void test_rnr_infinite(void **state)
 #define LOSS_MAX 12032u
 
 struct loss_run {
-	struct rel_pair p;
+	struct u4vt_pair p;
 	struct u4v_mr *ms, *mr;
 	struct u4v_ah *ah;
 	uint8_t *src, *rbuf;
@@ -350,12 +405,12 @@ static void loss_test(enum ibv_qp_type type, const char *tag, uint32_t len_a,
 	uint32_t i;
 
 	memset(&l, 0, sizeof(l));
-	rel_cfg(&cfg);
+	u4vt_cable_config(&cfg);
 	cfg.seed = 31;
 	cfg.faults[0].drop = 0.05;
 	u4vt_qp_opts_default(&o);
 	o.max_recv_wr = LOSS_RQ;
-	rel_pair_up(&l.p, tag, type, &cfg, &o, 0);
+	u4vt_pair_up(&l.p, tag, type, &cfg, &o, 0);
 	l.offset = type == IBV_QPT_UD ? 40 : 0;
 	l.src = malloc(16 * LOSS_MAX);
 	l.rbuf = malloc((size_t)LOSS_RQ * (LOSS_MAX + 64));
@@ -363,9 +418,8 @@ static void loss_test(enum ibv_qp_type type, const char *tag, uint32_t len_a,
 	l.mr = rel_reg(l.p.b.pd, l.rbuf, (size_t)LOSS_RQ * (LOSS_MAX + 64),
 		       IBV_ACCESS_LOCAL_WRITE);
 	if (type == IBV_QPT_UD) {
-		struct ibv_ah_attr aa = { .port_num = 1 };
 
-		assert_int_equal(u4v_create_ah(l.p.a.pd, &aa, &l.ah), 0);
+		l.ah = u4vt_ah(l.p.a.pd);
 	}
 	for (i = 0; i < LOSS_RQ; i++)
 		assert_int_equal(rel_post_recv(l.p.qb, i,
@@ -401,7 +455,7 @@ static void loss_test(enum ibv_qp_type type, const char *tag, uint32_t len_a,
 		assert_int_equal(u4v_destroy_ah(l.ah), 0);
 	assert_int_equal(u4v_dereg_mr(l.ms), 0);
 	assert_int_equal(u4v_dereg_mr(l.mr), 0);
-	rel_pair_down(&l.p);
+	u4vt_pair_down(&l.p);
 	free(l.src);
 	free(l.rbuf);
 }
@@ -468,7 +522,6 @@ static void test_ud_new_incarnation(void **state)
 	struct u4vt_end a, b, b2;
 	struct u4vt_qp_opts o;
 	struct u4v_qp *qa, *qb, *qb2;
-	struct ibv_ah_attr aa = { .port_num = 1 };
 	struct u4v_ah *ah;
 	uint32_t qpn_b;
 	int tries, got;
@@ -476,13 +529,13 @@ static void test_ud_new_incarnation(void **state)
 	(void)state;
 	u4vt_cable_create(shm, NULL);
 	u4vt_qp_opts_default(&o);
-	rel_end_open(&a, shm, 0, 0);
-	rel_end_open(&b, shm, 1, 0);
+	u4vt_end_open(&a, shm, 0);
+	u4vt_end_open(&b, shm, 1);
 	qa = u4vt_qp_create(&a, IBV_QPT_UD, &o);
 	qb = u4vt_qp_create(&b, IBV_QPT_UD, &o);
 	u4vt_qp_connect(qa, IBV_QPT_UD, 0, &o);
 	u4vt_qp_connect(qb, IBV_QPT_UD, 0, &o);
-	assert_int_equal(u4v_create_ah(a.pd, &aa, &ah), 0);
+	ah = u4vt_ah(a.pd);
 	qpn_b = u4v_qp_num(qb);
 	assert_int_equal(ud_round(&a, qa, ah, &b, qb, 4, 100), 4);
 
@@ -490,7 +543,7 @@ static void test_ud_new_incarnation(void **state)
 	assert_int_equal(u4v_destroy_qp(qb), 0);
 	u4vt_end_close(&b);
 	for (tries = 0; tries < 2 * 64; tries++) {
-		rel_end_open(&b2, shm, 1, 0);
+		u4vt_end_open(&b2, shm, 1);
 		qb2 = u4vt_qp_create(&b2, IBV_QPT_UD, &o);
 		if (u4v_qp_num(qb2) == qpn_b)
 			break;
@@ -518,6 +571,7 @@ int main(void)
 		cmocka_unit_test(test_peer_killed),
 		cmocka_unit_test(test_rnr_finite),
 		cmocka_unit_test(test_rnr_infinite),
+		cmocka_unit_test(test_rnr_write_imm),
 		cmocka_unit_test(test_uc_lost_fragment),
 		cmocka_unit_test(test_ud_loss),
 		cmocka_unit_test(test_ud_new_incarnation),

@@ -22,75 +22,25 @@
 #define TMO 20000
 #define AREA (4u << 20)
 
-struct pair {
-	const char *shm;
-	enum ibv_qp_type type;
-	struct u4vt_end a, b;
+static void pair_up(struct u4vt_area_pair *p, const char *tag,
+		    enum ibv_qp_type type, int sig_all)
+{
 	struct u4vt_qp_opts o;
-	struct u4v_qp *qa, *qb;
-	uint8_t *la, *rb;
-	struct u4v_mr *ma, *mb;
-	struct u4v_ah *ah;
-};
 
-static void pair_up(struct pair *p, const char *tag, enum ibv_qp_type type,
-		    int sig_all)
-{
-	memset(p, 0, sizeof(*p));
-	p->type = type;
-	p->shm = u4vt_shm_name(tag);
-	u4vt_cable_create(p->shm, NULL);
-	u4vt_end_open(&p->a, p->shm, 0);
-	u4vt_end_open(&p->b, p->shm, 1);
-	u4vt_qp_opts_default(&p->o);
-	p->o.max_sge = U4V_MAX_SGE;
-	p->o.max_inline = U4V_MAX_INLINE;
-	p->o.sq_sig_all = sig_all;
-	p->qa = u4vt_qp_create(&p->a, type, &p->o);
-	p->qb = u4vt_qp_create(&p->b, type, &p->o);
-	u4vt_qp_connect(p->qa, type, u4v_qp_num(p->qb), &p->o);
-	u4vt_qp_connect(p->qb, type, u4v_qp_num(p->qa), &p->o);
-	p->la = u4vt_map(AREA);
-	p->rb = u4vt_map(AREA);
-	p->ma = u4vt_reg(&p->a, p->la, AREA, U4VT_ACCESS_ALL);
-	p->mb = u4vt_reg(&p->b, p->rb, AREA, U4VT_ACCESS_ALL);
-	if (type == IBV_QPT_UD) {
-		struct ibv_ah_attr ah = { .port_num = 1 };
-
-		assert_int_equal(u4v_create_ah(p->a.pd, &ah, &p->ah), 0);
-	}
+	u4vt_qp_opts_default(&o);
+	o.max_sge = U4V_MAX_SGE;
+	o.max_inline = U4V_MAX_INLINE;
+	o.sq_sig_all = sig_all;
+	u4vt_area_pair_up(p, tag, type, &o, AREA);
 }
 
-static void pair_down(struct pair *p)
-{
-	if (p->ah)
-		u4v_destroy_ah(p->ah);
-	assert_int_equal(u4v_destroy_qp(p->qa), 0);
-	assert_int_equal(u4v_destroy_qp(p->qb), 0);
-	assert_int_equal(u4v_dereg_mr(p->ma), 0);
-	assert_int_equal(u4v_dereg_mr(p->mb), 0);
-	u4vt_unmap(p->la, AREA);
-	u4vt_unmap(p->rb, AREA);
-	u4vt_end_close(&p->a);
-	u4vt_end_close(&p->b);
-	u4l_sim_destroy(p->shm);
-}
-
-static void wr_init(struct pair *p, struct ibv_send_wr *wr,
+static void wr_init(struct u4vt_area_pair *p, struct ibv_send_wr *wr,
 		    enum ibv_wr_opcode op, uint64_t id, int flags,
 		    struct ibv_sge *sge, int nsge)
 {
-	memset(wr, 0, sizeof(*wr));
-	wr->wr_id = id;
-	wr->opcode = op;
-	wr->send_flags = flags;
-	wr->sg_list = sge;
-	wr->num_sge = nsge;
-	if (p->type == IBV_QPT_UD) {
-		wr->wr.ud.ah = &p->ah->ibv;
-		wr->wr.ud.remote_qpn = u4v_qp_num(p->qb);
-		wr->wr.ud.remote_qkey = 0x11111111;
-	}
+	u4vt_send_wr(wr, op, id, flags, sge, nsge);
+	if (p->q.type == IBV_QPT_UD)
+		u4vt_send_wr_ud(wr, p->ah, u4v_qp_num(p->q.qb));
 }
 
 static void expect_wc(struct u4v_cq *cq, uint64_t id, enum ibv_wc_status st)
@@ -134,6 +84,46 @@ static void gather(const struct ibv_sge *sge, int n, uint8_t *out)
 	}
 }
 
+/*
+ * A SEND gathered from s[0, ns), received into r[0, nr): both succeed;
+ * the bytes received.
+ */
+static uint32_t send_sges(struct u4vt_area_pair *p, struct ibv_sge *s, int ns,
+			  struct ibv_sge *r, int nr)
+{
+	struct ibv_recv_wr rwr = {.wr_id = 1, .sg_list = r, .num_sge = nr};
+	struct ibv_recv_wr *rbad;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc;
+
+	assert_int_equal(u4v_post_recv(p->q.qb, &rwr, &rbad), 0);
+	wr_init(p, &wr, IBV_WR_SEND, 2, 0, s, ns);
+	assert_int_equal(u4v_post_send(p->q.qa, &wr, &bad), 0);
+	expect_wc(p->q.a.cq, 2, IBV_WC_SUCCESS);
+	assert_int_equal(u4vt_poll(p->q.b.cq, &wc, 1, TMO), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	return wc.byte_len;
+}
+
+/* An RDMA WRITE or READ of s[0, n) at dst + off; its completion. */
+static void rdma_sges(struct u4vt_area_pair *p, enum ibv_wr_opcode op,
+		      uint64_t id, struct ibv_sge *s, int n, size_t off)
+{
+	struct ibv_send_wr wr, *bad;
+
+	wr_init(p, &wr, op, id, 0, s, n);
+	wr.wr.rdma.remote_addr = (uintptr_t)p->dst + off;
+	wr.wr.rdma.rkey = u4v_mr_rkey(p->md);
+	assert_int_equal(u4v_post_send(p->q.qa, &wr, &bad), 0);
+	expect_wc(p->q.a.cq, id, IBV_WC_SUCCESS);
+}
+
+/* The byte before an SGE (a gap carve() filled) is untouched. */
+static void gap_intact(const struct ibv_sge *sge)
+{
+	assert_int_equal(*(uint8_t *)(uintptr_t)(sge->addr - 1), 0xee);
+}
+
 static void test_sge_rc_uc(void **state)
 {
 	static const uint32_t slen[16] = { 1,	 4031, 4033, 17,   8064, 0,
@@ -143,88 +133,61 @@ static void test_sge_rc_uc(void **state)
 					   8000, 4033, 1,    2,	    12000,
 					   64,	 333,  6000, 1,	    20000 };
 	enum ibv_qp_type types[2] = { IBV_QPT_RC, IBV_QPT_UC };
+	const size_t half = AREA / 2;
 	int t;
 
 	(void)state;
 	for (t = 0; t < 2; t++) {
-		struct pair p;
-		struct ibv_sge s[16], r[16];
-		struct ibv_send_wr wr, *bad;
-		struct ibv_recv_wr rwr = { 0 }, *rbad;
+		struct u4vt_area_pair p;
+		struct ibv_sge s[16], r[16], ls[16];
 		uint8_t *want = malloc(1 << 20), *got = malloc(1 << 20);
-		uint64_t total, rtotal;
-		struct ibv_wc wc;
+		uint64_t total, rtotal, end;
 
 		pair_up(&p, t ? "sgeuc" : "sgerc", types[t], 1);
-		u4vt_fill(p.la, AREA, 3 + t);
-		total = carve(s, 16, slen, p.la, u4v_mr_lkey(p.ma));
-		memset(p.rb, 0xee, AREA);
-		rtotal = carve(r, 16, rlen, p.rb, u4v_mr_lkey(p.mb));
+		u4vt_fill(p.src, AREA, 3 + t);
+		total = carve(s, 16, slen, p.src, u4v_mr_lkey(p.ms));
+		memset(p.dst, 0xee, AREA);
+		rtotal = carve(r, 16, rlen, p.dst, u4v_mr_lkey(p.md));
 		assert_true(rtotal >= total);
 		gather(s, 16, want);
 
 		/* SEND gathered from 16, received scattered into 16 */
-		rwr.wr_id = 1;
-		rwr.sg_list = r;
-		rwr.num_sge = 16;
-		assert_int_equal(u4v_post_recv(p.qb, &rwr, &rbad), 0);
-		wr_init(&p, &wr, IBV_WR_SEND, 2, 0, s, 16);
-		assert_int_equal(u4v_post_send(p.qa, &wr, &bad), 0);
-		expect_wc(p.a.cq, 2, IBV_WC_SUCCESS);
-		assert_int_equal(u4vt_poll(p.b.cq, &wc, 1, TMO), 1);
-		assert_int_equal(wc.status, IBV_WC_SUCCESS);
-		assert_int_equal(wc.byte_len, total);
+		assert_int_equal(send_sges(&p, s, 16, r, 16), total);
 		gather(r, 16, got);
 		assert_true(u4vt_sum(got, total) == u4vt_sum(want, total));
 		/* the gaps between receive SGEs were not written */
-		assert_int_equal(p.rb[0], 0xee);
-		assert_int_equal(*(uint8_t *)(uintptr_t)(r[1].addr - 1), 0xee);
-		assert_int_equal(*(uint8_t *)(uintptr_t)(r[15].addr - 1),
-				 0xee);
+		assert_int_equal(p.dst[0], 0xee);
+		gap_intact(&r[1]);
+		gap_intact(&r[15]);
 
-		/* WRITE gathered from 16 into one remote range */
-		memset(p.rb + AREA / 2, 0, total + 1);
-		wr_init(&p, &wr, IBV_WR_RDMA_WRITE, 3, 0, s, 16);
-		wr.wr.rdma.remote_addr = (uintptr_t)p.rb + AREA / 2;
-		wr.wr.rdma.rkey = u4v_mr_rkey(p.mb);
-		assert_int_equal(u4v_post_send(p.qa, &wr, &bad), 0);
-		expect_wc(p.a.cq, 3, IBV_WC_SUCCESS);
-		if (types[t] == IBV_QPT_UC) {
-			uint64_t end = u4vt_now_ms() + TMO;
-
-			while (u4vt_sum(p.rb + AREA / 2, total) !=
-				       u4vt_sum(want, total) &&
-			       u4vt_now_ms() < end)
-				usleep(1000);
-		}
-		assert_true(u4vt_sum(p.rb + AREA / 2, total) ==
+		/* WRITE gathered from 16 into one remote range (UC: no
+		 * acknowledgement, the data lands after the completion) */
+		memset(p.dst + half, 0, total + 1);
+		rdma_sges(&p, IBV_WR_RDMA_WRITE, 3, s, 16, half);
+		end = u4vt_now_ms() + TMO;
+		while (types[t] == IBV_QPT_UC &&
+		       u4vt_sum(p.dst + half, total) != u4vt_sum(want, total) &&
+		       u4vt_now_ms() < end)
+			usleep(1000);
+		assert_true(u4vt_sum(p.dst + half, total) ==
 			    u4vt_sum(want, total));
-		assert_int_equal(p.rb[AREA / 2 + total], 0);
+		assert_int_equal(p.dst[half + total], 0);
 
 		if (types[t] == IBV_QPT_RC) {
-			/* READ one remote range, scattered into 16 */
-			struct ibv_sge ls[16];
-
-			memset(p.la, 0xee, AREA / 2);
-			carve(ls, 16, rlen, p.la, u4v_mr_lkey(p.ma));
-			u4vt_fill(p.rb + AREA / 2, total, 99);
-			wr_init(&p, &wr, IBV_WR_RDMA_READ, 4, 0, ls, 16);
-			/* read exactly rtotal bytes */
-			wr.wr.rdma.remote_addr = (uintptr_t)p.rb + AREA / 2;
-			wr.wr.rdma.rkey = u4v_mr_rkey(p.mb);
-			u4vt_fill(p.rb + AREA / 2, rtotal, 99);
-			assert_int_equal(u4v_post_send(p.qa, &wr, &bad), 0);
-			expect_wc(p.a.cq, 4, IBV_WC_SUCCESS);
+			/* READ exactly rtotal bytes of one remote range,
+			 * scattered into 16 */
+			memset(p.src, 0xee, half);
+			carve(ls, 16, rlen, p.src, u4v_mr_lkey(p.ms));
+			u4vt_fill(p.dst + half, rtotal, 99);
+			rdma_sges(&p, IBV_WR_RDMA_READ, 4, ls, 16, half);
 			gather(ls, 16, got);
 			assert_true(u4vt_sum(got, rtotal) ==
-				    u4vt_sum(p.rb + AREA / 2, rtotal));
-			assert_int_equal(*(uint8_t *)(uintptr_t)(ls[1].addr -
-								 1),
-					 0xee);
+				    u4vt_sum(p.dst + half, rtotal));
+			gap_intact(&ls[1]);
 		}
 		free(want);
 		free(got);
-		pair_down(&p);
+		u4vt_area_pair_down(&p);
 	}
 }
 
@@ -233,36 +196,26 @@ static void test_sge_ud_grh_split(void **state)
 {
 	static const uint32_t slen[5] = { 1000, 1, 2000, 95, 1000 };
 	static const uint32_t rlen[6] = { 30, 5, 10, 2000, 96, 2000 };
-	struct pair p;
+	struct u4vt_area_pair p;
 	struct ibv_sge s[5], r[6];
-	struct ibv_send_wr wr, *bad;
-	struct ibv_recv_wr rwr = { 0 }, *rbad;
 	uint8_t want[8192], got[8192];
 	uint64_t total, rtotal;
-	struct ibv_wc wc;
 
 	(void)state;
 	pair_up(&p, "sgeud", IBV_QPT_UD, 1);
-	u4vt_fill(p.la, AREA, 5);
-	total = carve(s, 5, slen, p.la, u4v_mr_lkey(p.ma));
-	memset(p.rb, 0xee, 65536);
-	rtotal = carve(r, 6, rlen, p.rb, u4v_mr_lkey(p.mb));
+	u4vt_fill(p.src, AREA, 5);
+	total = carve(s, 5, slen, p.src, u4v_mr_lkey(p.ms));
+	memset(p.dst, 0xee, 65536);
+	rtotal = carve(r, 6, rlen, p.dst, u4v_mr_lkey(p.md));
 	assert_true(total == 4096 && rtotal >= total + 40);
 	gather(s, 5, want);
-	rwr.wr_id = 1;
-	rwr.sg_list = r;
-	rwr.num_sge = 6;
-	assert_int_equal(u4v_post_recv(p.qb, &rwr, &rbad), 0);
-	wr_init(&p, &wr, IBV_WR_SEND, 2, 0, s, 5);
-	assert_int_equal(u4v_post_send(p.qa, &wr, &bad), 0);
-	expect_wc(p.a.cq, 2, IBV_WC_SUCCESS);
-	assert_int_equal(u4vt_poll(p.b.cq, &wc, 1, TMO), 1);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_int_equal(wc.byte_len, total + 40);
+	assert_int_equal(send_sges(&p, s, 5, r, 6), total + 40);
 	gather(r, 6, got);
 	assert_true(u4vt_sum(got + 40, total) == u4vt_sum(want, total));
-	assert_int_equal(got[0] >> 4, 6);
-	pair_down(&p);
+	/* RoCE v2 between IPv4-mapped GIDs: the IPv4 header at 20-39 */
+	assert_int_equal(got[0], 0);
+	assert_int_equal(got[20], 0x45);
+	u4vt_area_pair_down(&p);
 }
 
 static void test_inline_reuse(void **state)
@@ -273,7 +226,7 @@ static void test_inline_reuse(void **state)
 
 	(void)state;
 	for (t = 0; t < 3; t++) {
-		struct pair p;
+		struct u4vt_area_pair p;
 		uint32_t grh = types[t] == IBV_QPT_UD ? 40 : 0;
 		size_t i;
 
@@ -298,103 +251,102 @@ static void test_inline_reuse(void **state)
 					break;
 				u4vt_fill(srcbuf, n, i * 10 + k + 1);
 				memcpy(copy, srcbuf, n);
-				memset(p.rb, 0, 4096);
+				memset(p.dst, 0, 4096);
 				if (!write)
 					assert_int_equal(
-						u4vt_post_recv1(
-							p.qb, 10 + i,
-							(uintptr_t)p.rb,
-							n + grh,
-							u4v_mr_lkey(p.mb)),
-						0);
+					    u4vt_post_recv1(p.q.qb, 10 + i,
+							    (uintptr_t)p.dst,
+							    n + grh,
+							    u4v_mr_lkey(p.md)),
+					    0);
 				wr_init(&p, &wr,
 					write ? IBV_WR_RDMA_WRITE : IBV_WR_SEND,
 					20 + i, IBV_SEND_INLINE, s, 3);
-				wr.wr.rdma.remote_addr = (uintptr_t)p.rb;
-				wr.wr.rdma.rkey = u4v_mr_rkey(p.mb);
+				wr.wr.rdma.remote_addr = (uintptr_t)p.dst;
+				wr.wr.rdma.rkey = u4v_mr_rkey(p.md);
 				if (types[t] == IBV_QPT_UD)
 					wr_init(&p, &wr, IBV_WR_SEND, 20 + i,
 						IBV_SEND_INLINE, s, 3);
-				assert_int_equal(u4v_post_send(p.qa, &wr, &bad),
+				assert_int_equal(u4v_post_send(p.q.qa, &wr, &bad),
 						 0);
 				/* the buffer is ours again at once */
 				memset(srcbuf, 0xdd, n);
-				expect_wc(p.a.cq, 20 + i, IBV_WC_SUCCESS);
+				expect_wc(p.q.a.cq, 20 + i, IBV_WC_SUCCESS);
 				if (!write) {
 					assert_int_equal(
-						u4vt_poll(p.b.cq, &wc, 1, TMO),
+						u4vt_poll(p.q.b.cq, &wc, 1, TMO),
 						1);
 					assert_int_equal(wc.status, 0);
 					assert_int_equal(wc.byte_len, n + grh);
 				} else if (types[t] == IBV_QPT_UC) {
 					uint64_t end = u4vt_now_ms() + TMO;
 
-					while (memcmp(p.rb, copy, n) &&
+					while (memcmp(p.dst, copy, n) &&
 					       u4vt_now_ms() < end)
 						usleep(1000);
 				}
-				assert_memory_equal(p.rb + (write ? 0 : grh),
+				assert_memory_equal(p.dst + (write ? 0 : grh),
 						    copy, n);
 			}
 		}
-		pair_down(&p);
+		u4vt_area_pair_down(&p);
 	}
 }
 
 static void test_unsignaled(void **state)
 {
-	struct pair p;
+	struct u4vt_area_pair p;
 	struct ibv_wc wc[32];
 	int i, n;
 
 	(void)state;
 	pair_up(&p, "unsig", IBV_QPT_RC, 0);
 	for (i = 0; i < 40; i++) {
-		struct ibv_sge s = { (uintptr_t)p.la + i * 100, 100,
-				     u4v_mr_lkey(p.ma) };
+		struct ibv_sge s = {(uintptr_t)p.src + i * 100, 100,
+				    u4v_mr_lkey(p.ms)};
 		struct ibv_send_wr wr, *bad;
 
 		wr_init(&p, &wr, i % 2 ? IBV_WR_RDMA_WRITE : IBV_WR_SEND, i,
 			i % 4 == 3 ? IBV_SEND_SIGNALED : 0, &s, 1);
-		wr.wr.rdma.remote_addr = (uintptr_t)p.rb + 8192 + i * 100;
-		wr.wr.rdma.rkey = u4v_mr_rkey(p.mb);
+		wr.wr.rdma.remote_addr = (uintptr_t)p.dst + 8192 + i * 100;
+		wr.wr.rdma.rkey = u4v_mr_rkey(p.md);
 		if (i % 2 == 0)
-			assert_int_equal(u4vt_post_recv1(p.qb, 1000 + i,
-							 (uintptr_t)p.rb, 100,
-							 u4v_mr_lkey(p.mb)),
+			assert_int_equal(u4vt_post_recv1(p.q.qb, 1000 + i,
+							 (uintptr_t)p.dst, 100,
+							 u4v_mr_lkey(p.md)),
 					 0);
-		assert_int_equal(u4v_post_send(p.qa, &wr, &bad), 0);
+		assert_int_equal(u4v_post_send(p.q.qa, &wr, &bad), 0);
 	}
-	n = u4vt_poll(p.a.cq, wc, 10, TMO);
+	n = u4vt_poll(p.q.a.cq, wc, 10, TMO);
 	assert_int_equal(n, 10);
 	for (i = 0; i < 10; i++) {
 		assert_int_equal(wc[i].wr_id, 4 * i + 3);
 		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
 	}
-	assert_int_equal(u4vt_poll(p.a.cq, wc, 1, 100), 0);
+	assert_int_equal(u4vt_poll(p.q.a.cq, wc, 1, 100), 0);
 	/* every SEND reached the receiver, in order */
-	assert_int_equal(u4vt_poll(p.b.cq, wc, 20, TMO), 20);
+	assert_int_equal(u4vt_poll(p.q.b.cq, wc, 20, TMO), 20);
 	for (i = 0; i < 20; i++)
 		assert_int_equal(wc[i].wr_id, 1000 + 2 * i);
 	/* many unsignaled WRs through a small SQ: it drains by itself */
 	for (i = 0; i < 2000; i++) {
-		struct ibv_sge s = { (uintptr_t)p.la, 64, u4v_mr_lkey(p.ma) };
+		struct ibv_sge s = {(uintptr_t)p.src, 64, u4v_mr_lkey(p.ms)};
 		struct ibv_send_wr wr, *bad;
 		uint64_t end = u4vt_now_ms() + TMO;
 		int ret;
 
 		wr_init(&p, &wr, IBV_WR_RDMA_WRITE, 5000 + i,
 			i == 1999 ? IBV_SEND_SIGNALED : 0, &s, 1);
-		wr.wr.rdma.remote_addr = (uintptr_t)p.rb;
-		wr.wr.rdma.rkey = u4v_mr_rkey(p.mb);
-		while ((ret = u4v_post_send(p.qa, &wr, &bad)) == ENOMEM &&
+		wr.wr.rdma.remote_addr = (uintptr_t)p.dst;
+		wr.wr.rdma.rkey = u4v_mr_rkey(p.md);
+		while ((ret = u4v_post_send(p.q.qa, &wr, &bad)) == ENOMEM &&
 		       u4vt_now_ms() < end)
-			u4v_ctx_progress(p.a.ctx);
+			u4v_ctx_progress(p.q.a.ctx);
 		assert_int_equal(ret, 0);
 	}
-	expect_wc(p.a.cq, 6999, IBV_WC_SUCCESS);
-	assert_int_equal(u4vt_poll(p.a.cq, wc, 1, 50), 0);
-	pair_down(&p);
+	expect_wc(p.q.a.cq, 6999, IBV_WC_SUCCESS);
+	assert_int_equal(u4vt_poll(p.q.a.cq, wc, 1, 50), 0);
+	u4vt_area_pair_down(&p);
 }
 
 static atomic_int events;
@@ -416,24 +368,24 @@ static int wait_events(int n)
 	return atomic_load(&events);
 }
 
-static void send_one(struct pair *p, uint64_t id, enum ibv_wr_opcode op,
-		     int flags)
+static void send_one(struct u4vt_area_pair *p, uint64_t id,
+		     enum ibv_wr_opcode op, int flags)
 {
-	struct ibv_sge s = { (uintptr_t)p->la, 16, u4v_mr_lkey(p->ma) };
+	struct ibv_sge s = {(uintptr_t)p->src, 16, u4v_mr_lkey(p->ms)};
 	struct ibv_send_wr wr, *bad;
 	struct ibv_wc wc;
 
-	assert_int_equal(u4vt_post_recv1(p->qb, id, (uintptr_t)p->rb, 4096,
-					 u4v_mr_lkey(p->mb)),
+	assert_int_equal(u4vt_post_recv1(p->q.qb, id, (uintptr_t)p->dst, 4096,
+					 u4v_mr_lkey(p->md)),
 			 0);
 	wr_init(p, &wr, op, id, flags | IBV_SEND_SIGNALED, &s, 1);
-	if (p->type != IBV_QPT_UD) {
-		wr.wr.rdma.remote_addr = (uintptr_t)p->rb + 8192;
-		wr.wr.rdma.rkey = u4v_mr_rkey(p->mb);
+	if (p->q.type != IBV_QPT_UD) {
+		wr.wr.rdma.remote_addr = (uintptr_t)p->dst + 8192;
+		wr.wr.rdma.rkey = u4v_mr_rkey(p->md);
 	}
-	assert_int_equal(u4v_post_send(p->qa, &wr, &bad), 0);
-	expect_wc(p->a.cq, id, IBV_WC_SUCCESS);
-	assert_int_equal(u4vt_poll(p->b.cq, &wc, 1, TMO), 1);
+	assert_int_equal(u4v_post_send(p->q.qa, &wr, &bad), 0);
+	expect_wc(p->q.a.cq, id, IBV_WC_SUCCESS);
+	assert_int_equal(u4vt_poll(p->q.b.cq, &wc, 1, TMO), 1);
 	assert_int_equal(wc.wr_id, id);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 }
@@ -445,13 +397,13 @@ static void test_solicited(void **state)
 
 	(void)state;
 	for (t = 0; t < 3; t++) {
-		struct pair p;
+		struct u4vt_area_pair p;
 		bool ud = types[t] == IBV_QPT_UD;
 
 		pair_up(&p, "sol", types[t], 0);
 		atomic_store(&events, 0);
-		u4v_cq_set_event_fn(p.b.cq, on_event, &events);
-		assert_int_equal(u4v_req_notify_cq(p.b.cq, 1), 0);
+		u4v_cq_set_event_fn(p.q.b.cq, on_event, &events);
+		assert_int_equal(u4v_req_notify_cq(p.q.b.cq, 1), 0);
 		/* unsolicited completions do not end a solicited-only wait */
 		send_one(&p, 1, IBV_WR_SEND, 0);
 		send_one(&p, 2, IBV_WR_SEND_WITH_IMM, 0);
@@ -466,19 +418,19 @@ static void test_solicited(void **state)
 		usleep(20000);
 		assert_int_equal(wait_events(1), 1); /* not re-armed */
 		/* solicited WRITE_WITH_IMM too */
-		assert_int_equal(u4v_req_notify_cq(p.b.cq, 1), 0);
+		assert_int_equal(u4v_req_notify_cq(p.q.b.cq, 1), 0);
 		send_one(&p, 6,
 			 ud ? IBV_WR_SEND_WITH_IMM :
 			      IBV_WR_RDMA_WRITE_WITH_IMM,
 			 IBV_SEND_SOLICITED);
 		assert_int_equal(wait_events(2), 2);
 		/* an "any completion" arm fires on an unsolicited one */
-		assert_int_equal(u4v_req_notify_cq(p.b.cq, 0), 0);
+		assert_int_equal(u4v_req_notify_cq(p.q.b.cq, 0), 0);
 		send_one(&p, 7, IBV_WR_SEND, 0);
 		assert_int_equal(wait_events(3), 3);
 		/* the sender's CQ was never armed */
-		u4v_cq_set_event_fn(p.b.cq, NULL, NULL);
-		pair_down(&p);
+		u4v_cq_set_event_fn(p.q.b.cq, NULL, NULL);
+		u4vt_area_pair_down(&p);
 	}
 }
 
@@ -486,17 +438,17 @@ static void test_solicited(void **state)
 static void test_fence_after_read(void **state)
 {
 	const size_t len = 256u << 10;
-	struct pair p;
+	struct u4vt_area_pair p;
 	int round;
 
 	(void)state;
 	pair_up(&p, "fence", IBV_QPT_RC, 0);
 	for (round = 0; round < 3; round++) {
-		uint8_t *rd = p.la, *wsrc = p.la + len, *target = p.rb;
-		struct ibv_sge s1 = { (uintptr_t)rd, (uint32_t)len,
-				      u4v_mr_lkey(p.ma) };
-		struct ibv_sge s2 = { (uintptr_t)wsrc, (uint32_t)len,
-				      u4v_mr_lkey(p.ma) };
+		uint8_t *rd = p.src, *wsrc = p.src + len, *target = p.dst;
+		struct ibv_sge s1 = {(uintptr_t)rd, (uint32_t)len,
+				     u4v_mr_lkey(p.ms)};
+		struct ibv_sge s2 = {(uintptr_t)wsrc, (uint32_t)len,
+				     u4v_mr_lkey(p.ms)};
 		struct ibv_send_wr w1, w2, *bad;
 		uint64_t old_sum;
 
@@ -507,21 +459,21 @@ static void test_fence_after_read(void **state)
 		wr_init(&p, &w1, IBV_WR_RDMA_READ, 1, IBV_SEND_SIGNALED, &s1,
 			1);
 		w1.wr.rdma.remote_addr = (uintptr_t)target;
-		w1.wr.rdma.rkey = u4v_mr_rkey(p.mb);
+		w1.wr.rdma.rkey = u4v_mr_rkey(p.md);
 		wr_init(&p, &w2, IBV_WR_RDMA_WRITE, 2,
 			IBV_SEND_SIGNALED | IBV_SEND_FENCE, &s2, 1);
 		w2.wr.rdma.remote_addr = (uintptr_t)target;
-		w2.wr.rdma.rkey = u4v_mr_rkey(p.mb);
+		w2.wr.rdma.rkey = u4v_mr_rkey(p.md);
 		w1.next = &w2;
-		assert_int_equal(u4v_post_send(p.qa, &w1, &bad), 0);
-		expect_wc(p.a.cq, 1, IBV_WC_SUCCESS);
-		expect_wc(p.a.cq, 2, IBV_WC_SUCCESS);
+		assert_int_equal(u4v_post_send(p.q.qa, &w1, &bad), 0);
+		expect_wc(p.q.a.cq, 1, IBV_WC_SUCCESS);
+		expect_wc(p.q.a.cq, 2, IBV_WC_SUCCESS);
 		if (u4vt_sum(rd, len) != old_sum)
 			fail_msg("round %d: the READ saw the fenced WRITE",
 				 round);
 		assert_true(u4vt_sum(target, len) == u4vt_sum(wsrc, len));
 	}
-	pair_down(&p);
+	u4vt_area_pair_down(&p);
 }
 
 /* FENCE is meaningless but accepted on UC and UD. */
@@ -532,11 +484,11 @@ static void test_fence_other_types(void **state)
 
 	(void)state;
 	for (t = 0; t < 2; t++) {
-		struct pair p;
+		struct u4vt_area_pair p;
 
 		pair_up(&p, "fence2", types[t], 0);
 		send_one(&p, 1, IBV_WR_SEND, IBV_SEND_FENCE);
-		pair_down(&p);
+		u4vt_area_pair_down(&p);
 	}
 }
 

@@ -23,121 +23,104 @@
 #define MSG (300u * 1024 + 17) /* not a multiple of the granule */
 #define ROUNDS 6
 
+/* NQP RC QP pairs, each QP on its own CQ, and their memory. */
+struct fan {
+	struct u4v_qp *qa[NQP], *qb[NQP];
+	struct u4v_cq *cqa[NQP], *cqb[NQP];
+	size_t per; /* a QP's share: send-src, write-src, read-dst, rx */
+	uint8_t *la, *rb;
+	struct u4v_mr *ma, *mb;
+};
+
+/* Round r on QP q: a SEND, a WRITE and a READ, and the receive. */
+static void fan_post(struct fan *f, int q, int r)
+{
+	uint8_t *l = f->la + f->per * q, *rm = f->rb + f->per * q;
+	uint64_t seed = (uint64_t)r * 100 + q;
+	uint32_t lk = u4v_mr_lkey(f->ma), rk = u4v_mr_rkey(f->mb);
+
+	u4vt_fill(l, MSG, seed);	     /* SEND src */
+	u4vt_fill(l + MSG, MSG, seed + 50);  /* WRITE src */
+	u4vt_fill(rm + MSG, MSG, seed + 70); /* READ src */
+	memset(l + 2 * MSG, 0, MSG);
+	memset(rm + 3 * MSG, 0, MSG);
+	assert_int_equal(u4vt_post_recv1(f->qb[q], seed,
+					 (uintptr_t)rm + 3 * MSG, MSG,
+					 u4v_mr_lkey(f->mb)),
+			 0);
+	assert_int_equal(u4vt_post_send1(f->qa[q], IBV_WR_SEND, 1,
+					 IBV_SEND_SIGNALED, (uintptr_t)l, MSG,
+					 lk, 0, 0, 0),
+			 0);
+	assert_int_equal(u4vt_post_send1(f->qa[q], IBV_WR_RDMA_WRITE, 2,
+					 IBV_SEND_SIGNALED, (uintptr_t)l + MSG,
+					 MSG, lk, (uintptr_t)rm, rk, 0),
+			 0);
+	assert_int_equal(u4vt_post_send1(f->qa[q], IBV_WR_RDMA_READ, 3,
+					 IBV_SEND_SIGNALED,
+					 (uintptr_t)l + 2 * MSG, MSG, lk,
+					 (uintptr_t)rm + MSG, rk, 0),
+			 0);
+}
+
+/* Round r on QP q: in order, exactly once, on its own CQs; payloads. */
+static void fan_check(struct fan *f, int q, int r)
+{
+	uint8_t *l = f->la + f->per * q, *rm = f->rb + f->per * q;
+	uint64_t seed = (uint64_t)r * 100 + q;
+	struct ibv_wc wc[3];
+	int i;
+
+	assert_int_equal(u4vt_poll(f->cqa[q], wc, 3, TMO), 3);
+	for (i = 0; i < 3; i++) {
+		if (wc[i].status || wc[i].wr_id != (uint64_t)i + 1)
+			fail_msg("round %d qp %d: wr %llu status %d", r, q,
+				 (unsigned long long)wc[i].wr_id, wc[i].status);
+		assert_int_equal(wc[i].qp_num, u4v_qp_num(f->qa[q]));
+	}
+	assert_int_equal(u4vt_poll(f->cqb[q], wc, 1, TMO), 1);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[0].wr_id, seed);
+	assert_int_equal(wc[0].byte_len, MSG);
+	assert_true(u4vt_sum(rm + 3 * MSG, MSG) == u4vt_sum(l, MSG));
+	assert_true(u4vt_sum(rm, MSG) == u4vt_sum(l + MSG, MSG));
+	assert_true(u4vt_sum(l + 2 * MSG, MSG) == u4vt_sum(rm + MSG, MSG));
+}
+
 static void test_eight_rc_qps(void **state)
 {
 	const char *shm = u4vt_shm_name("fan8");
 	struct u4vt_end a, b;
 	struct u4vt_qp_opts o;
-	struct u4v_qp *qa[NQP], *qb[NQP];
-	struct u4v_cq *cqa[NQP], *cqb[NQP];
-	size_t per = (size_t)MSG * 4; /* send-src, write-src, read-dst, rx */
-	uint8_t *la = u4vt_map(per * NQP), *rb = u4vt_map(per * NQP);
-	struct u4v_mr *ma, *mb;
+	struct fan f;
 	int q, r;
 
 	(void)state;
+	f.per = (size_t)MSG * 4;
+	f.la = u4vt_map(f.per * NQP);
+	f.rb = u4vt_map(f.per * NQP);
 	u4vt_cable_create(shm, NULL);
 	u4vt_end_open(&a, shm, 0);
 	u4vt_end_open(&b, shm, 1);
 	u4vt_qp_opts_default(&o);
-	ma = u4vt_reg(&a, la, per * NQP, U4VT_ACCESS_ALL);
-	mb = u4vt_reg(&b, rb, per * NQP, U4VT_ACCESS_ALL);
-	for (q = 0; q < NQP; q++) {
-		struct u4vt_end ea = a, eb = b;
-
-		assert_int_equal(u4v_create_cq(a.ctx, 64, &cqa[q]), 0);
-		assert_int_equal(u4v_create_cq(b.ctx, 64, &cqb[q]), 0);
-		ea.cq = cqa[q];
-		eb.cq = cqb[q];
-		qa[q] = u4vt_qp_create(&ea, IBV_QPT_RC, &o);
-		qb[q] = u4vt_qp_create(&eb, IBV_QPT_RC, &o);
-	}
-	for (q = 0; q < NQP; q++) {
-		u4vt_qp_connect(qa[q], IBV_QPT_RC, u4v_qp_num(qb[q]), &o);
-		u4vt_qp_connect(qb[q], IBV_QPT_RC, u4v_qp_num(qa[q]), &o);
-	}
+	f.ma = u4vt_reg(&a, f.la, f.per * NQP, U4VT_ACCESS_ALL);
+	f.mb = u4vt_reg(&b, f.rb, f.per * NQP, U4VT_ACCESS_ALL);
+	u4vt_qp_pairs(&a, &b, NQP, 64, &o, f.qa, f.qb, f.cqa, f.cqb);
 	for (r = 0; r < ROUNDS; r++) {
 		/* post everything on every QP first, then collect */
-		for (q = 0; q < NQP; q++) {
-			uint8_t *l = la + per * q, *rm = rb + per * q;
-			uint64_t seed = (uint64_t)r * 100 + q;
-
-			u4vt_fill(l, MSG, seed);		/* SEND src */
-			u4vt_fill(l + MSG, MSG, seed + 50);	/* WRITE src */
-			u4vt_fill(rm + MSG, MSG, seed + 70);	/* READ src */
-			memset(l + 2 * MSG, 0, MSG);
-			memset(rm + 3 * MSG, 0, MSG);
-			assert_int_equal(u4vt_post_recv1(qb[q], seed,
-							 (uintptr_t)rm +
-								 3 * MSG,
-							 MSG,
-							 u4v_mr_lkey(mb)),
-					 0);
-			assert_int_equal(u4vt_post_send1(qa[q], IBV_WR_SEND, 1,
-							 IBV_SEND_SIGNALED,
-							 (uintptr_t)l, MSG,
-							 u4v_mr_lkey(ma), 0, 0,
-							 0),
-					 0);
-			assert_int_equal(
-				u4vt_post_send1(qa[q], IBV_WR_RDMA_WRITE, 2,
-						IBV_SEND_SIGNALED,
-						(uintptr_t)l + MSG, MSG,
-						u4v_mr_lkey(ma), (uintptr_t)rm,
-						u4v_mr_rkey(mb), 0),
-				0);
-			assert_int_equal(
-				u4vt_post_send1(qa[q], IBV_WR_RDMA_READ, 3,
-						IBV_SEND_SIGNALED,
-						(uintptr_t)l + 2 * MSG, MSG,
-						u4v_mr_lkey(ma),
-						(uintptr_t)rm + MSG,
-						u4v_mr_rkey(mb), 0),
-				0);
-		}
-		for (q = 0; q < NQP; q++) {
-			uint8_t *l = la + per * q, *rm = rb + per * q;
-			uint64_t seed = (uint64_t)r * 100 + q;
-			struct ibv_wc wc[3];
-			int i;
-
-			/* in order, exactly once, on this QP's own CQ */
-			assert_int_equal(u4vt_poll(cqa[q], wc, 3, TMO), 3);
-			for (i = 0; i < 3; i++) {
-				if (wc[i].status || wc[i].wr_id != (uint64_t)i + 1)
-					fail_msg("round %d qp %d: wr %llu "
-						 "status %d",
-						 r, q,
-						 (unsigned long long)wc[i].wr_id,
-						 wc[i].status);
-				assert_int_equal(wc[i].qp_num,
-						 u4v_qp_num(qa[q]));
-			}
-			assert_int_equal(u4vt_poll(cqb[q], wc, 1, TMO), 1);
-			assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
-			assert_int_equal(wc[0].wr_id, seed);
-			assert_int_equal(wc[0].byte_len, MSG);
-			assert_true(u4vt_sum(rm + 3 * MSG, MSG) ==
-				    u4vt_sum(l, MSG));
-			assert_true(u4vt_sum(rm, MSG) ==
-				    u4vt_sum(l + MSG, MSG));
-			assert_true(u4vt_sum(l + 2 * MSG, MSG) ==
-				    u4vt_sum(rm + MSG, MSG));
-		}
+		for (q = 0; q < NQP; q++)
+			fan_post(&f, q, r);
+		for (q = 0; q < NQP; q++)
+			fan_check(&f, q, r);
 	}
-	for (q = 0; q < NQP; q++) {
-		assert_int_equal(u4v_destroy_qp(qa[q]), 0);
-		assert_int_equal(u4v_destroy_qp(qb[q]), 0);
-		assert_int_equal(u4v_destroy_cq(cqa[q]), 0);
-		assert_int_equal(u4v_destroy_cq(cqb[q]), 0);
-	}
-	assert_int_equal(u4v_dereg_mr(ma), 0);
-	assert_int_equal(u4v_dereg_mr(mb), 0);
+	u4vt_qp_pairs_down(NQP, f.qa, f.qb, f.cqa, f.cqb);
+	assert_int_equal(u4v_dereg_mr(f.ma), 0);
+	assert_int_equal(u4v_dereg_mr(f.mb), 0);
 	u4vt_end_close(&a);
 	u4vt_end_close(&b);
 	u4l_sim_destroy(shm);
-	u4vt_unmap(la, per * NQP);
-	u4vt_unmap(rb, per * NQP);
+	u4vt_unmap(f.la, f.per * NQP);
+	u4vt_unmap(f.rb, f.per * NQP);
 }
 
 /* ---- FAA from two threads / two QPs / two contexts ----------------------- */
@@ -175,19 +158,11 @@ static void *adder_main(void *arg)
 
 		ACHK(u4vt_now_ms() < end);
 		while (posted < NFAA && posted - done < WIN) {
-			struct ibv_sge sge = { (uintptr_t)&ad->res[posted], 8,
-					       u4v_mr_lkey(ad->mr) };
-			struct ibv_send_wr w = { 0 }, *bad;
-
-			w.wr_id = posted;
-			w.sg_list = &sge;
-			w.num_sge = 1;
-			w.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-			w.send_flags = IBV_SEND_SIGNALED;
-			w.wr.atomic.remote_addr = ad->raddr;
-			w.wr.atomic.rkey = ad->rkey;
-			w.wr.atomic.compare_add = 1;
-			ACHK(u4v_post_send(ad->qp, &w, &bad) == 0);
+			ACHK(u4vt_post_atomic(
+				 ad->qp, IBV_WR_ATOMIC_FETCH_AND_ADD, posted,
+				 (uintptr_t)&ad->res[posted],
+				 u4v_mr_lkey(ad->mr), ad->raddr, ad->rkey, 1,
+				 0) == 0);
 			posted++;
 		}
 		n = u4v_poll_cq(ad->e->cq, 16, wc);
@@ -228,10 +203,7 @@ static void test_faa_race_two_qps(void **state)
 		ad[i].res = calloc(NFAA, 8);
 		ad[i].mr = u4vt_reg(&a[i], ad[i].res, NFAA * 8,
 				    IBV_ACCESS_LOCAL_WRITE);
-		ad[i].qp = u4vt_qp_create(&a[i], IBV_QPT_RC, &o);
-		qb[i] = u4vt_qp_create(&b, IBV_QPT_RC, &o);
-		u4vt_qp_connect(ad[i].qp, IBV_QPT_RC, u4v_qp_num(qb[i]), &o);
-		u4vt_qp_connect(qb[i], IBV_QPT_RC, u4v_qp_num(ad[i].qp), &o);
+		u4vt_qp_pair(&a[i], &b, IBV_QPT_RC, &o, &ad[i].qp, &qb[i]);
 		ad[i].raddr = (uintptr_t)cell;
 		ad[i].rkey = u4v_mr_rkey(mc);
 	}

@@ -14,36 +14,6 @@
 
 #include "testlib.h"
 
-struct pair {
-	const char *shm;
-	struct u4vt_end a, b;
-	struct u4vt_qp_opts o;
-	struct u4v_qp *qa, *qb;
-};
-
-static void pair_up(struct pair *p, const char *tag, enum ibv_qp_type type,
-		    const struct u4l_sim_config *cfg)
-{
-	p->shm = u4vt_shm_name(tag);
-	u4vt_cable_create(p->shm, cfg);
-	u4vt_end_open(&p->a, p->shm, 0);
-	u4vt_end_open(&p->b, p->shm, 1);
-	u4vt_qp_opts_default(&p->o);
-	p->qa = u4vt_qp_create(&p->a, type, &p->o);
-	p->qb = u4vt_qp_create(&p->b, type, &p->o);
-	u4vt_qp_connect(p->qa, type, u4v_qp_num(p->qb), &p->o);
-	u4vt_qp_connect(p->qb, type, u4v_qp_num(p->qa), &p->o);
-}
-
-static void pair_down(struct pair *p)
-{
-	assert_int_equal(u4v_destroy_qp(p->qa), 0);
-	assert_int_equal(u4v_destroy_qp(p->qb), 0);
-	u4vt_end_close(&p->a);
-	u4vt_end_close(&p->b);
-	u4l_sim_destroy(p->shm);
-}
-
 static void *big_alloc(size_t len)
 {
 	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,
@@ -58,7 +28,7 @@ static void big_free(void *p, size_t len)
 	munmap(p, len ? len : 1);
 }
 
-static void send_recv_size(struct pair *p, size_t len, uint64_t seed)
+static void send_recv_size(struct u4vt_pair *p, size_t len, uint64_t seed)
 {
 	void *src = big_alloc(len), *dst = big_alloc(len + 64);
 	struct u4v_mr *ms, *md;
@@ -102,56 +72,51 @@ static void test_send_sizes(void **state)
 {
 	static const size_t sizes[] = { 0, 1, 8, 4031, 4032, 4033, 8064,
 					65536, 1 << 20, 64u << 20 };
-	struct pair p;
+	struct u4vt_pair p;
 	size_t i;
 
 	(void)state;
-	pair_up(&p, "send", IBV_QPT_RC, NULL);
+	u4vt_pair_up(&p, "send", IBV_QPT_RC, NULL, NULL, 0);
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		send_recv_size(&p, sizes[i], i + 1);
-	pair_down(&p);
+	u4vt_pair_down(&p);
+}
+
+/* The next completion on p's send CQ: a success of opcode op. */
+static struct ibv_wc send_done(struct u4vt_pair *p, enum ibv_wc_opcode op)
+{
+	struct ibv_wc wc;
+
+	assert_int_equal(u4vt_poll(p->a.cq, &wc, 1, 20000), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, op);
+	return wc;
 }
 
 static void test_write_read_atomic(void **state)
 {
 	const size_t len = 3u << 20;
 	uint8_t *la = big_alloc(len), *rb = big_alloc(len);
-	uint64_t *cell = (uint64_t *)(rb + 64), orig = 0;
+	uint64_t *cell = (uint64_t *)(rb + 64);
 	struct u4v_mr *ma, *mb;
-	struct ibv_sge sge;
-	struct ibv_send_wr wr, *bad;
-	struct ibv_recv_wr rwr = { .wr_id = 5 }, *rbad;
 	struct ibv_wc wc;
-	struct pair p;
+	struct u4vt_pair p;
 
 	(void)state;
-	pair_up(&p, "wra", IBV_QPT_RC, NULL);
-	assert_int_equal(u4v_reg_mr(p.a.pd, la, len,
-				    IBV_ACCESS_LOCAL_WRITE, &ma), 0);
-	assert_int_equal(u4v_reg_mr(p.b.pd, rb, len,
-				    IBV_ACCESS_LOCAL_WRITE |
-					    IBV_ACCESS_REMOTE_WRITE |
-					    IBV_ACCESS_REMOTE_READ |
-					    IBV_ACCESS_REMOTE_ATOMIC,
-				    &mb), 0);
+	u4vt_pair_up(&p, "wra", IBV_QPT_RC, NULL, NULL, 0);
+	ma = u4vt_reg(&p.a, la, len, IBV_ACCESS_LOCAL_WRITE);
+	mb = u4vt_reg(&p.b, rb, len, U4VT_ACCESS_ALL);
 
 	/* RDMA WRITE with immediate: data placed, one receive consumed */
 	u4vt_fill(la, len, 42);
-	sge = (struct ibv_sge){ (uintptr_t)la, (uint32_t)len, u4v_mr_lkey(ma) };
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 1;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.imm_data = 0xabcdef01;
-	wr.wr.rdma.remote_addr = (uintptr_t)rb;
-	wr.wr.rdma.rkey = u4v_mr_rkey(mb);
-	assert_int_equal(u4v_post_recv(p.qb, &rwr, &rbad), 0);
-	assert_int_equal(u4v_post_send(p.qa, &wr, &bad), 0);
-	assert_int_equal(u4vt_poll(p.a.cq, &wc, 1, 20000), 1);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_int_equal(wc.opcode, IBV_WC_RDMA_WRITE);
+	assert_int_equal(u4vt_post_recv1(p.qb, 5, 0, 0, 0), 0);
+	assert_int_equal(u4vt_post_send1(p.qa, IBV_WR_RDMA_WRITE_WITH_IMM, 1,
+					 IBV_SEND_SIGNALED, (uintptr_t)la,
+					 (uint32_t)len, u4v_mr_lkey(ma),
+					 (uintptr_t)rb, u4v_mr_rkey(mb),
+					 0xabcdef01),
+			 0);
+	send_done(&p, IBV_WC_RDMA_WRITE);
 	assert_int_equal(u4vt_poll(p.b.cq, &wc, 1, 20000), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
@@ -161,52 +126,105 @@ static void test_write_read_atomic(void **state)
 
 	/* RDMA READ back into a cleared buffer */
 	memset(la, 0, len);
-	wr.opcode = IBV_WR_RDMA_READ;
-	wr.wr_id = 2;
-	assert_int_equal(u4v_post_send(p.qa, &wr, &bad), 0);
-	assert_int_equal(u4vt_poll(p.a.cq, &wc, 1, 20000), 1);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_int_equal(wc.opcode, IBV_WC_RDMA_READ);
+	assert_int_equal(u4vt_post_send1(p.qa, IBV_WR_RDMA_READ, 2,
+					 IBV_SEND_SIGNALED, (uintptr_t)la,
+					 (uint32_t)len, u4v_mr_lkey(ma),
+					 (uintptr_t)rb, u4v_mr_rkey(mb), 0),
+			 0);
+	wc = send_done(&p, IBV_WC_RDMA_READ);
 	assert_int_equal(wc.byte_len, len);
 	assert_true(u4vt_sum(la, len) == u4vt_sum(rb, len));
 
 	/* atomics: fetch-and-add then compare-and-swap */
 	*cell = 100;
-	sge = (struct ibv_sge){ (uintptr_t)&orig, 8, 0 };
-	sge.addr = (uintptr_t)la;
-	sge.lkey = u4v_mr_lkey(ma);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 3;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.atomic.remote_addr = (uintptr_t)cell;
-	wr.wr.atomic.rkey = u4v_mr_rkey(mb);
-	wr.wr.atomic.compare_add = 5;
-	assert_int_equal(u4v_post_send(p.qa, &wr, &bad), 0);
-	assert_int_equal(u4vt_poll(p.a.cq, &wc, 1, 20000), 1);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_int_equal(wc.opcode, IBV_WC_FETCH_ADD);
-	memcpy(&orig, la, 8);
-	assert_int_equal(orig, 100);
+	assert_true(u4vt_atomic(p.qa, p.a.cq, IBV_WR_ATOMIC_FETCH_AND_ADD, 3,
+				la, u4v_mr_lkey(ma), cell, u4v_mr_rkey(mb), 5,
+				0) == 100);
 	assert_int_equal(*cell, 105);
-	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-	wr.wr.atomic.compare_add = 105;
-	wr.wr.atomic.swap = 7;
-	assert_int_equal(u4v_post_send(p.qa, &wr, &bad), 0);
-	assert_int_equal(u4vt_poll(p.a.cq, &wc, 1, 20000), 1);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_int_equal(wc.opcode, IBV_WC_COMP_SWAP);
-	memcpy(&orig, la, 8);
-	assert_int_equal(orig, 105);
+	assert_true(u4vt_atomic(p.qa, p.a.cq, IBV_WR_ATOMIC_CMP_AND_SWP, 4, la,
+				u4v_mr_lkey(ma), cell, u4v_mr_rkey(mb), 105,
+				7) == 105);
 	assert_int_equal(*cell, 7);
 
 	assert_int_equal(u4v_dereg_mr(ma), 0);
 	assert_int_equal(u4v_dereg_mr(mb), 0);
 	big_free(la, len);
 	big_free(rb, len);
-	pair_down(&p);
+	u4vt_pair_down(&p);
+}
+
+/*
+ * Zero-length RDMA WRITE, WRITE with immediate and READ name no memory: the
+ * responder does not validate their R_Key or VA (IBTA C9-88). UCX flushes
+ * an endpoint with a zero-length inline WRITE of rkey 0 and address 0.
+ */
+static void test_zero_length_rdma(void **state)
+{
+	static const enum ibv_wr_opcode ops[] = {
+		IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM,
+		IBV_WR_RDMA_READ };
+	static const int flags[] = { IBV_SEND_INLINE, 0 };
+	uint8_t *la = big_alloc(4096), *rb = big_alloc(4096);
+	struct u4v_mr *ma, *mb;
+	struct ibv_wc wc;
+	struct u4vt_pair p;
+	size_t i, f;
+
+	(void)state;
+	u4vt_pair_up(&p, "zlen", IBV_QPT_RC, NULL, NULL, 0);
+	ma = u4vt_reg(&p.a, la, 4096, U4VT_ACCESS_ALL);
+	mb = u4vt_reg(&p.b, rb, 4096, U4VT_ACCESS_ALL);
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		for (f = 0; f < 2; f++) {
+			uint64_t id = i * 2 + f;
+
+			if (ops[i] == IBV_WR_RDMA_READ && flags[f])
+				continue;
+			if (ops[i] == IBV_WR_RDMA_WRITE_WITH_IMM)
+				assert_int_equal(u4vt_post_recv1(p.qb, id, 0, 0,
+								 0),
+						 0);
+			/* no SGE, rkey 0, address 0 */
+			assert_int_equal(u4vt_post_send1(p.qa, ops[i], id,
+							 IBV_SEND_SIGNALED |
+								 flags[f],
+							 0, 0, 0, 0, 0,
+							 0x5a5a0000 + id),
+					 0);
+			assert_int_equal(u4vt_poll(p.a.cq, &wc, 1, 20000), 1);
+			assert_int_equal(wc.status, IBV_WC_SUCCESS);
+			assert_int_equal(wc.wr_id, id);
+			assert_int_equal(wc.byte_len, 0);
+			if (ops[i] != IBV_WR_RDMA_WRITE_WITH_IMM)
+				continue;
+			assert_int_equal(u4vt_poll(p.b.cq, &wc, 1, 20000), 1);
+			assert_int_equal(wc.status, IBV_WC_SUCCESS);
+			assert_int_equal(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+			assert_int_equal(wc.byte_len, 0);
+			assert_int_equal(wc.imm_data, 0x5a5a0000 + id);
+		}
+	}
+	/* the QP still works, and a nonzero length still checks its key */
+	u4vt_fill(la, 4096, 9);
+	assert_int_equal(u4vt_post_send1(p.qa, IBV_WR_RDMA_WRITE, 10,
+					 IBV_SEND_SIGNALED, (uintptr_t)la, 4096,
+					 u4v_mr_lkey(ma), (uintptr_t)rb,
+					 u4v_mr_rkey(mb), 0),
+			 0);
+	assert_int_equal(u4vt_poll(p.a.cq, &wc, 1, 20000), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_true(u4vt_sum(la, 4096) == u4vt_sum(rb, 4096));
+	assert_int_equal(u4vt_post_send1(p.qa, IBV_WR_RDMA_WRITE, 11,
+					 IBV_SEND_SIGNALED, (uintptr_t)la, 1,
+					 u4v_mr_lkey(ma), (uintptr_t)rb, 0, 0),
+			 0);
+	assert_int_equal(u4vt_poll(p.a.cq, &wc, 1, 20000), 1);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(u4v_dereg_mr(ma), 0);
+	assert_int_equal(u4v_dereg_mr(mb), 0);
+	big_free(la, 4096);
+	big_free(rb, 4096);
+	u4vt_pair_down(&p);
 }
 
 int main(void)
@@ -214,6 +232,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_send_sizes),
 		cmocka_unit_test(test_write_read_atomic),
+		cmocka_unit_test(test_zero_length_rdma),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

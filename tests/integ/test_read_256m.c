@@ -60,10 +60,7 @@ static void test_read_256_mib(void **state)
 	u4vt_end_open(&a, shm, 0);
 	u4vt_end_open(&b, shm, 1);
 	u4vt_qp_opts_default(&o);
-	qa = u4vt_qp_create(&a, IBV_QPT_RC, &o);
-	qb = u4vt_qp_create(&b, IBV_QPT_RC, &o);
-	u4vt_qp_connect(qa, IBV_QPT_RC, u4v_qp_num(qb), &o);
-	u4vt_qp_connect(qb, IBV_QPT_RC, u4v_qp_num(qa), &o);
+	u4vt_qp_pair(&a, &b, IBV_QPT_RC, &o, &qa, &qb);
 	md = u4vt_reg(&a, dst, LEN, IBV_ACCESS_LOCAL_WRITE);
 	ms = u4vt_reg(&b, src, LEN, IBV_ACCESS_REMOTE_READ);
 	t0 = u4vt_now_ms();

@@ -72,7 +72,7 @@ static enum u4l_sim_verdict hook(void *arg, uint32_t end, const void *frame,
 	if (u4w_decode(frame, len, &h))
 		return v;
 	op = U4W_OP(h.opcode);
-	payload = (const uint8_t *)frame + u4w_hdr_len(h.opcode);
+	payload = u4w_payload(frame, &h);
 	k = (uint32_t)psn_diff(h.psn, psn0);
 	pthread_mutex_lock(&hk.lock);
 	for (i = 0; i < hk.nrules && v == U4L_SIM_PASS; i++) {
@@ -159,7 +159,7 @@ static uint32_t resp_sent(uint32_t psn)
 
 /* A pair over an unthrottled cable, a source MR on b, a destination on a. */
 struct rd_env {
-	struct rel_pair p;
+	struct u4vt_pair p;
 	uint8_t *src, *dst;
 	size_t len;
 	struct u4v_mr *ms, *md;
@@ -173,7 +173,7 @@ static void env_up(struct rd_env *e, const char *tag, size_t len)
 	hook_reset();
 	u4vt_qp_opts_default(&o);
 	o.psn = psn0;
-	rel_pair_up(&e->p, tag, IBV_QPT_RC, NULL, &o, 0);
+	u4vt_pair_up(&e->p, tag, IBV_QPT_RC, NULL, &o, 0);
 	e->len = len;
 	e->src = u4vt_map(len);
 	e->dst = u4vt_map(len);
@@ -192,7 +192,7 @@ static void env_down(struct rd_env *e)
 	assert_int_equal(u4v_qp_state(e->p.qa), IBV_QPS_RTS);
 	assert_int_equal(u4v_dereg_mr(e->ms), 0);
 	assert_int_equal(u4v_dereg_mr(e->md), 0);
-	rel_pair_down(&e->p);
+	u4vt_pair_down(&e->p);
 	u4vt_unmap(e->src, e->len);
 	u4vt_unmap(e->dst, e->len);
 }
@@ -285,7 +285,7 @@ static void middle_responses_lost(const char *tag)
 	static const uint32_t lost[] = { 3, 9, 40 };
 	const uint32_t n = 261; /* 1 MiB in 4032-byte frames */
 	struct rd_env e;
-	uint32_t k, j, total = 0;
+	uint32_t k, j, total = 0, asks = 0;
 
 	env_up(&e, tag, 1 << 20);
 	for (k = 0; k < 3; k++)
@@ -296,7 +296,10 @@ static void middle_responses_lost(const char *tag)
 	assert_int_equal(hook_left(), 0);
 	for (k = 0; k < n; k++)
 		total += resp_sent(PSN(k));
-	fprintf(stderr, "  %u responses sent for %u frames\n", total, n);
+	for (k = 0; k < 3; k++)
+		asks += hook_count(hk.reqs_sent, PSN(lost[k]));
+	fprintf(stderr, "  %u responses sent for %u frames, %u asked again\n",
+		total, n, asks);
 	for (k = 0; k < 3; k++) {
 		assert_true(resp_sent(PSN(lost[k])) >= 2);
 		assert_true(hook_count(hk.reqs_sent, PSN(lost[k])) >= 1);
@@ -314,8 +317,13 @@ static void middle_responses_lost(const char *tag)
 			assert_int_equal(hook_count(hk.reqs_sent, PSN(k)), 0);
 	}
 	assert_int_equal(resp_sent(PSN(n)), 0);
+	/*
+	 * One response per frame, one per ask for a lost frame (a probe on a
+	 * busy machine may ask for one again before its answer came) and up
+	 * to two answers to probes for the last frame.
+	 */
 	if (hook_count(hk.reqs_sent, PSN(0)) == 1)
-		assert_true(total <= n + 3 + 2);
+		assert_true(total <= n + asks + 2);
 	env_down(&e);
 }
 

@@ -25,7 +25,7 @@
 
 static void lossy_cfg(struct u4l_sim_config *cfg, double drop, uint64_t seed)
 {
-	rel_cfg(cfg);
+	u4vt_cable_config(cfg);
 	cfg->seed = seed;
 	cfg->faults[0].drop = drop;
 	cfg->faults[1].drop = drop;
@@ -36,7 +36,7 @@ static void test_read_1gib_drop_1e3(void **state)
 	const uint32_t nframes = (uint32_t)((GIB + 4031) / 4032);
 	struct u4l_sim_config cfg;
 	struct u4l_counters c[2];
-	struct rel_pair p;
+	struct u4vt_pair p;
 	struct u4v_mr *ms, *md;
 	uint8_t *src, *dst;
 	struct ibv_wc wc;
@@ -53,7 +53,7 @@ static void test_read_1gib_drop_1e3(void **state)
 	u4vt_fill(src, GIB, 1);
 	memset(dst, 0xee, GIB);
 	lossy_cfg(&cfg, 1e-3, 1001);
-	rel_pair_up(&p, "rd1g", IBV_QPT_RC, &cfg, NULL, 0);
+	u4vt_pair_up(&p, "rd1g", IBV_QPT_RC, &cfg, NULL, 0);
 	ms = rel_reg(p.b.pd, src, GIB, IBV_ACCESS_REMOTE_READ);
 	md = rel_reg(p.a.pd, dst, GIB, IBV_ACCESS_LOCAL_WRITE);
 	t0 = u4vt_now_ms();
@@ -76,7 +76,7 @@ static void test_read_1gib_drop_1e3(void **state)
 	assert_true(c[1].tx_frames < nframes + nframes / 50);
 	assert_int_equal(u4v_dereg_mr(ms), 0);
 	assert_int_equal(u4v_dereg_mr(md), 0);
-	rel_pair_down(&p);
+	u4vt_pair_down(&p);
 	u4vt_unmap(src, GIB);
 	u4vt_unmap(dst, GIB);
 }
@@ -95,8 +95,8 @@ static void run_traffic(const char *tag, double drop, uint64_t seed,
 
 	lossy_cfg(&cfg, drop, seed);
 	u4vt_cable_create(shm, &cfg);
-	rel_end_open(&a, shm, 0, 0);
-	rel_end_open(&b, shm, 1, 0);
+	u4vt_end_open(&a, shm, 0);
+	u4vt_end_open(&b, shm, 1);
 	tr_cfg_default(&tc);
 	tc.nqp = nqp;
 	tc.messages = messages;

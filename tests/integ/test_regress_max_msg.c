@@ -48,16 +48,16 @@ static void test_max_msg_1gib(void **state)
 {
 	struct ibv_port_attr pa;
 	struct u4l_counters c;
-	struct rel_pair p;
+	struct u4vt_pair p;
 	struct u4v_mr *ms, *md;
 	struct ibv_wc wc;
-	uint8_t *src = tr_map(GIB + PG), *dst = tr_map(GIB + PG);
+	uint8_t *src = u4vt_map_anon(GIB + PG), *dst = u4vt_map_anon(GIB + PG);
 	uint64_t t0;
 
 	(void)state;
 	assert_non_null(src);
 	assert_non_null(dst);
-	rel_pair_up(&p, "max", IBV_QPT_RC, NULL, NULL, 0);
+	u4vt_pair_up(&p, "max", IBV_QPT_RC, NULL, NULL, 0);
 	assert_int_equal(u4v_query_port(p.a.ctx, 1, &pa), 0);
 	assert_int_equal(pa.max_msg_sz, U4V_MAX_MSG_SZ);
 	stamp(src, GIB, 77);
@@ -70,10 +70,7 @@ static void test_max_msg_1gib(void **state)
 				       u4v_mr_lkey(md)), 0);
 	assert_int_equal(rel_post(p.qa, IBV_WR_SEND, 1, src, GIB,
 				  u4v_mr_lkey(ms), 0, 0), 0);
-	wc = rel_wait1(p.a.cq, 50000);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	wc = rel_wait1(p.b.cq, 5000);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	wc = rel_wait_both(p.a.cq, p.b.cq, 50000);
 	assert_int_equal(wc.byte_len, GIB);
 	check(dst, src, GIB);
 	fprintf(stderr, "[max] 1 GiB SEND in %llu ms\n",
@@ -106,9 +103,9 @@ static void test_max_msg_1gib(void **state)
 	assert_true(c.rx_bytes >= 2 * GIB);
 	assert_int_equal(u4v_dereg_mr(ms), 0);
 	assert_int_equal(u4v_dereg_mr(md), 0);
-	rel_pair_down(&p);
-	tr_unmap(src, GIB + PG);
-	tr_unmap(dst, GIB + PG);
+	u4vt_pair_down(&p);
+	u4vt_unmap(src, GIB + PG);
+	u4vt_unmap(dst, GIB + PG);
 }
 
 int main(void)

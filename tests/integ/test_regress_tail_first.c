@@ -23,16 +23,16 @@ static void test_single_tail_first(void **state)
 	const uint32_t len = 6000;
 	struct u4l_sim_config cfg;
 	struct u4l_counters c;
-	struct rel_pair p;
+	struct u4vt_pair p;
 	struct u4v_mr *ma, *mb;
 	uint8_t *s = malloc(len), *d = calloc(1, len);
 	struct ibv_wc wc;
 	int i;
 
 	(void)state;
-	rel_cfg(&cfg);
+	u4vt_cable_config(&cfg);
 	cfg.faults[0].reorder = 1.0;
-	rel_pair_up(&p, "tail1", IBV_QPT_RC, &cfg, NULL, 0);
+	u4vt_pair_up(&p, "tail1", IBV_QPT_RC, &cfg, NULL, 0);
 	ma = rel_reg(p.a.pd, s, len, IBV_ACCESS_LOCAL_WRITE);
 	mb = rel_reg(p.b.pd, d, len, REL_ACC_ALL);
 	for (i = 0; i < 20; i++) {
@@ -44,10 +44,7 @@ static void test_single_tail_first(void **state)
 						      IBV_WR_RDMA_WRITE_WITH_IMM,
 					  i, s, len, u4v_mr_lkey(ma),
 					  (uintptr_t)d, u4v_mr_rkey(mb)), 0);
-		wc = rel_wait1(p.a.cq, 5000);
-		assert_int_equal(wc.status, IBV_WC_SUCCESS);
-		wc = rel_wait1(p.b.cq, 5000);
-		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		wc = rel_wait_both(p.a.cq, p.b.cq, 5000);
 		assert_int_equal(wc.byte_len, len);
 		assert_memory_equal(s, d, len);
 	}
@@ -60,7 +57,7 @@ static void test_single_tail_first(void **state)
 	assert_int_equal(u4v_qp_state(p.qb), IBV_QPS_RTS);
 	assert_int_equal(u4v_dereg_mr(ma), 0);
 	assert_int_equal(u4v_dereg_mr(mb), 0);
-	rel_pair_down(&p);
+	u4vt_pair_down(&p);
 	free(s);
 	free(d);
 }
@@ -76,14 +73,14 @@ static void test_stream_reordered(void **state)
 	struct tr_result r;
 
 	(void)state;
-	rel_cfg(&cfg);
+	u4vt_cable_config(&cfg);
 	cfg.seed = 44;
 	cfg.faults[0].reorder = 0.3;
 	cfg.faults[1].reorder = 0.3;
 	cfg.faults[0].drop = 0.005;
 	u4vt_cable_create(shm, &cfg);
-	rel_end_open(&a, shm, 0, 0);
-	rel_end_open(&b, shm, 1, 0);
+	u4vt_end_open(&a, shm, 0);
+	u4vt_end_open(&b, shm, 1);
 	tr_cfg_default(&tc);
 	tc.min_len = 4033; /* always two frames or more */
 	tc.max_len = 16000;

@@ -21,7 +21,7 @@
 #define DEPTH 32
 
 struct flight {
-	struct rel_pair p;
+	struct u4vt_pair p;
 	struct u4v_mr *ma, *mb;
 	uint8_t *a, *b;
 };
@@ -36,7 +36,7 @@ static void fly(struct flight *f, const char *tag)
 	o.retry_cnt = 2;
 	o.max_send_wr = DEPTH * 2;
 	o.max_recv_wr = DEPTH * 2;
-	rel_pair_up(&f->p, tag, IBV_QPT_RC, NULL, &o, 0);
+	u4vt_pair_up(&f->p, tag, IBV_QPT_RC, NULL, &o, 0);
 	f->a = malloc(LEN * DEPTH);
 	f->b = malloc(LEN * DEPTH);
 	f->ma = rel_reg(f->p.a.pd, f->a, LEN * DEPTH, REL_ACC_ALL);
@@ -75,91 +75,91 @@ static void drain(struct u4v_cq *cq)
 /* The order in which things are destroyed, mid-flight. */
 enum order { REQ_QP_FIRST, RESP_QP_FIRST, MR_FIRST, CTX_B_FIRST };
 
+/* Destroy f's objects in order ord while its traffic flies; then the rest. */
+static void destroy_in_order(struct flight *f, enum order ord)
+{
+	switch (ord) {
+	case REQ_QP_FIRST:
+		assert_int_equal(u4v_destroy_qp(f->p.qa), 0);
+		f->p.qa = NULL;
+		drain(f->p.b.cq);
+		break;
+	case RESP_QP_FIRST:
+		assert_int_equal(u4v_destroy_qp(f->p.qb), 0);
+		f->p.qb = NULL;
+		drain(f->p.a.cq); /* ends in 12 + flushes */
+		break;
+	case MR_FIRST:
+		assert_int_equal(u4v_dereg_mr(f->mb), 0);
+		f->mb = NULL;
+		assert_int_equal(u4v_dereg_mr(f->ma), 0);
+		f->ma = NULL;
+		drain(f->p.a.cq);
+		drain(f->p.b.cq);
+		break;
+	case CTX_B_FIRST:
+		assert_int_equal(u4v_destroy_qp(f->p.qb), 0);
+		f->p.qb = NULL;
+		assert_int_equal(u4v_dereg_mr(f->mb), 0);
+		f->mb = NULL;
+		u4vt_end_close(&f->p.b);
+		drain(f->p.a.cq);
+		break;
+	}
+	if (f->p.qa)
+		assert_int_equal(u4v_destroy_qp(f->p.qa), 0);
+	if (f->p.qb)
+		assert_int_equal(u4v_destroy_qp(f->p.qb), 0);
+	f->p.qa = f->p.qb = NULL;
+	if (f->ma)
+		assert_int_equal(u4v_dereg_mr(f->ma), 0);
+	if (f->mb)
+		assert_int_equal(u4v_dereg_mr(f->mb), 0);
+	/* everything unused now: CQs and PDs go */
+	if (ord != CTX_B_FIRST)
+		u4vt_end_close(&f->p.b);
+}
+
+/* A new QP pair between end 0 and the bystander on end 1: a SEND arrives. */
+static void bystander_talks(struct u4vt_end *a, struct u4vt_end *fresh)
+{
+	static char s[64] = "after", d[64];
+	struct u4vt_qp_opts o;
+	struct u4v_qp *q1, *q2;
+	struct u4v_mr *m1 = rel_reg(a->pd, s, 64, IBV_ACCESS_LOCAL_WRITE);
+	struct u4v_mr *m2 = rel_reg(fresh->pd, d, 64, IBV_ACCESS_LOCAL_WRITE);
+
+	u4vt_qp_opts_default(&o);
+	u4vt_qp_pair(a, fresh, IBV_QPT_RC, &o, &q1, &q2);
+	drain(a->cq);
+	assert_int_equal(rel_post_recv(q2, 1, d, 64, u4v_mr_lkey(m2)), 0);
+	assert_int_equal(
+	    rel_post(q1, IBV_WR_SEND, 1, s, 64, u4v_mr_lkey(m1), 0, 0), 0);
+	rel_wait_both(a->cq, fresh->cq, 5000);
+	assert_string_equal(d, "after");
+	assert_int_equal(u4v_destroy_qp(q1), 0);
+	assert_int_equal(u4v_destroy_qp(q2), 0);
+	assert_int_equal(u4v_dereg_mr(m1), 0);
+	assert_int_equal(u4v_dereg_mr(m2), 0);
+}
+
 static void teardown_in_flight(enum order ord, const char *tag)
 {
 	struct flight f;
 	struct ibv_wc wc;
 	struct u4vt_end fresh;
-	struct u4v_qp *q1, *q2;
-	struct u4vt_qp_opts o;
 	int it;
 
 	for (it = 0; it < 5; it++) {
 		memset(&f, 0, sizeof(f));
 		fly(&f, tag);
 		/* a bystander context on end 1, opened before the teardown */
-		rel_end_open(&fresh, f.p.shm, 1, 0);
+		u4vt_end_open(&fresh, f.p.shm, 1);
 		/* let some of it move */
 		u4v_poll_cq(f.p.a.cq, 1, &wc);
-		switch (ord) {
-		case REQ_QP_FIRST:
-			assert_int_equal(u4v_destroy_qp(f.p.qa), 0);
-			f.p.qa = NULL;
-			drain(f.p.b.cq);
-			break;
-		case RESP_QP_FIRST:
-			assert_int_equal(u4v_destroy_qp(f.p.qb), 0);
-			f.p.qb = NULL;
-			drain(f.p.a.cq); /* ends in 12 + flushes */
-			break;
-		case MR_FIRST:
-			assert_int_equal(u4v_dereg_mr(f.mb), 0);
-			f.mb = NULL;
-			assert_int_equal(u4v_dereg_mr(f.ma), 0);
-			f.ma = NULL;
-			drain(f.p.a.cq);
-			drain(f.p.b.cq);
-			break;
-		case CTX_B_FIRST:
-			assert_int_equal(u4v_destroy_qp(f.p.qb), 0);
-			f.p.qb = NULL;
-			assert_int_equal(u4v_dereg_mr(f.mb), 0);
-			f.mb = NULL;
-			u4vt_end_close(&f.p.b);
-			drain(f.p.a.cq);
-			break;
-		}
-		if (f.p.qa)
-			assert_int_equal(u4v_destroy_qp(f.p.qa), 0);
-		if (f.p.qb)
-			assert_int_equal(u4v_destroy_qp(f.p.qb), 0);
-		f.p.qa = f.p.qb = NULL;
-		if (f.ma)
-			assert_int_equal(u4v_dereg_mr(f.ma), 0);
-		if (f.mb)
-			assert_int_equal(u4v_dereg_mr(f.mb), 0);
-		/* everything unused now: CQs and PDs go */
-		if (ord != CTX_B_FIRST) {
-			u4vt_end_close(&f.p.b);
-		}
+		destroy_in_order(&f, ord);
 		/* the bystander on end 1 still talks to end 0 */
-		u4vt_qp_opts_default(&o);
-		q1 = u4vt_qp_create(&f.p.a, IBV_QPT_RC, &o);
-		q2 = u4vt_qp_create(&fresh, IBV_QPT_RC, &o);
-		u4vt_qp_connect(q1, IBV_QPT_RC, u4v_qp_num(q2), &o);
-		u4vt_qp_connect(q2, IBV_QPT_RC, u4v_qp_num(q1), &o);
-		{
-			static char s[64] = "after", d[64];
-			struct u4v_mr *m1 = rel_reg(f.p.a.pd, s, 64,
-						    IBV_ACCESS_LOCAL_WRITE);
-			struct u4v_mr *m2 = rel_reg(fresh.pd, d, 64,
-						    IBV_ACCESS_LOCAL_WRITE);
-
-			drain(f.p.a.cq);
-			assert_int_equal(rel_post_recv(q2, 1, d, 64,
-						       u4v_mr_lkey(m2)), 0);
-			assert_int_equal(rel_post(q1, IBV_WR_SEND, 1, s, 64,
-						  u4v_mr_lkey(m1), 0, 0), 0);
-			wc = rel_wait1(f.p.a.cq, 5000);
-			assert_int_equal(wc.status, IBV_WC_SUCCESS);
-			wc = rel_wait1(fresh.cq, 5000);
-			assert_int_equal(wc.status, IBV_WC_SUCCESS);
-			assert_string_equal(d, "after");
-			assert_int_equal(u4v_destroy_qp(q1), 0);
-			assert_int_equal(u4v_destroy_qp(q2), 0);
-			assert_int_equal(u4v_dereg_mr(m1), 0);
-			assert_int_equal(u4v_dereg_mr(m2), 0);
-		}
+		bystander_talks(&f.p.a, &fresh);
 		u4vt_end_close(&fresh);
 		u4vt_end_close(&f.p.a);
 		u4l_sim_destroy(f.p.shm);
@@ -187,19 +187,16 @@ static void test_reconnect_after_peer_close(void **state)
 
 	(void)state;
 	u4vt_cable_create(shm, NULL);
-	rel_end_open(&a, shm, 0, 0);
+	u4vt_end_open(&a, shm, 0);
 	u4vt_qp_opts_default(&o);
 	/* ~0.27 s x 7 retries: ASan on a busy 2-core host, inside 5 s */
 	o.timeout = 16;
 	o.retry_cnt = 7;
 	ma = rel_reg(a.pd, s, 64, IBV_ACCESS_LOCAL_WRITE);
 	for (round = 0; round < 2; round++) {
-		rel_end_open(&b, shm, 1, 0);
-		qa = u4vt_qp_create(&a, IBV_QPT_RC, &o);
-		qb = u4vt_qp_create(&b, IBV_QPT_RC, &o);
+		u4vt_end_open(&b, shm, 1);
+		u4vt_qp_pair(&a, &b, IBV_QPT_RC, &o, &qa, &qb);
 		old_qpn = u4v_qp_num(qb);
-		u4vt_qp_connect(qa, IBV_QPT_RC, u4v_qp_num(qb), &o);
-		u4vt_qp_connect(qb, IBV_QPT_RC, u4v_qp_num(qa), &o);
 		mb = rel_reg(b.pd, d, 64, IBV_ACCESS_LOCAL_WRITE);
 		memset(d, 0, sizeof(d));
 		assert_int_equal(rel_post_recv(qb, 1, d, 64, u4v_mr_lkey(mb)),
@@ -223,39 +220,37 @@ static void test_reconnect_after_peer_close(void **state)
 	u4l_sim_destroy(shm);
 }
 
-static void test_destroy_requester_qp(void **state)
-{
-	(void)state;
-	teardown_in_flight(REQ_QP_FIRST, "tdreq");
-}
+/* Each order of teardown_in_flight, a test of its own. */
+static struct teardown_case {
+	const char *name, *tag;
+	enum order ord;
+} cases[] = {
+    {"test_destroy_requester_qp", "tdreq", REQ_QP_FIRST},
+    {"test_destroy_responder_qp", "tdresp", RESP_QP_FIRST},
+    {"test_dereg_mrs_first", "tdmr", MR_FIRST},
+    {"test_close_context", "tdctx", CTX_B_FIRST},
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
 
-static void test_destroy_responder_qp(void **state)
+static void test_teardown_in_flight(void **state)
 {
-	(void)state;
-	teardown_in_flight(RESP_QP_FIRST, "tdresp");
-}
+	const struct teardown_case *c = *state;
 
-static void test_dereg_mrs_first(void **state)
-{
-	(void)state;
-	teardown_in_flight(MR_FIRST, "tdmr");
-}
-
-static void test_close_context(void **state)
-{
-	(void)state;
-	teardown_in_flight(CTX_B_FIRST, "tdctx");
+	teardown_in_flight(c->ord, c->tag);
 }
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_destroy_requester_qp),
-		cmocka_unit_test(test_destroy_responder_qp),
-		cmocka_unit_test(test_dereg_mrs_first),
-		cmocka_unit_test(test_close_context),
-		cmocka_unit_test(test_reconnect_after_peer_close),
+	struct CMUnitTest tests[NCASES + 1] = {
+	    [NCASES] = cmocka_unit_test(test_reconnect_after_peer_close),
 	};
+	size_t i;
 
+	for (i = 0; i < NCASES; i++)
+		tests[i] = (struct CMUnitTest){
+		    .name = cases[i].name,
+		    .test_func = test_teardown_in_flight,
+		    .initial_state = &cases[i],
+		};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,16 +28,21 @@
 static void mid_flight(enum ibv_wr_opcode op, const char *tag)
 {
 	struct u4vt_qp_opts o;
-	struct rel_pair p;
+	struct u4vt_pair p;
 	struct u4v_mr *ma, *mb;
 	uint8_t *a = malloc(LEN), *b = malloc(LEN);
 	struct ibv_wc wc;
 	int n = 0;
 
 	u4vt_qp_opts_default(&o);
-	o.timeout = 10;
+	/*
+	 * 67 ms, 2 retries: the requester waits out the test's first pass at
+	 * the target even on a busy host (4 ms timed a READ out before the
+	 * test could look for its first responses)
+	 */
+	o.timeout = 14;
 	o.retry_cnt = 2;
-	rel_pair_up(&p, tag, IBV_QPT_RC, NULL, &o, 1);
+	u4vt_pair_up(&p, tag, IBV_QPT_RC, NULL, &o, 1);
 	ma = rel_reg(p.a.pd, a, LEN, REL_ACC_ALL);
 	mb = rel_reg(p.b.pd, b, LEN, REL_ACC_ALL);
 	u4vt_fill(a, LEN, 1);
@@ -63,7 +68,7 @@ static void mid_flight(enum ibv_wr_opcode op, const char *tag)
 	fprintf(stderr, "[%s] requester status %d\n", tag, wc.status);
 	assert_int_not_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(u4v_dereg_mr(ma), 0);
-	rel_pair_down(&p);
+	u4vt_pair_down(&p);
 	free(a);
 }
 

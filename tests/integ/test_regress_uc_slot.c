@@ -7,6 +7,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,91 +21,110 @@
 #define RQ 64
 #define LEN 5000u /* two frames */
 
+/* A UC pair with a 1-deep send queue, and how far its run has come. */
+struct ucs {
+	struct u4vt_pair p;
+	struct u4v_mr *ma, *mb;
+	uint8_t *src, *dst;
+	enum ibv_wr_opcode op;
+	int signaled;
+	uint32_t sent, got, enomem;
+};
+
+/* Message u->sent, unless the one slot is still busy (ENOMEM). */
+static void ucs_send(struct ucs *u)
+{
+	struct ibv_wc wc;
+	int ret;
+
+	tr_make(u->src, LEN, 0, u->sent, u->sent, 2);
+	ret = u4vt_post_send1(u->p.qa, u->op, u->sent,
+			      u->signaled ? IBV_SEND_SIGNALED : 0,
+			      (uintptr_t)u->src, LEN, u4v_mr_lkey(u->ma),
+			      (uintptr_t)u->dst + (size_t)(u->sent % RQ) * LEN,
+			      u4v_mr_rkey(u->mb), u->sent);
+	if (ret == ENOMEM) {
+		/* the one slot is busy: only until progress */
+		u->enomem++;
+		assert_true(u->enomem < 1000000);
+		return;
+	}
+	assert_int_equal(ret, 0);
+	u->sent++;
+	if (u->signaled) {
+		wc = rel_wait1(u->p.a.cq, 2000);
+		assert_int_equal(wc.status, 0);
+		assert_int_equal(wc.wr_id, u->sent - 1);
+	}
+}
+
+/* One arrival, checked in order, its receive posted again; or none. */
+static bool ucs_receive(struct ucs *u)
+{
+	struct ibv_wc wc;
+	struct tr_hdr h;
+	uint8_t *m;
+
+	if (u4v_poll_cq(u->p.b.cq, 1, &wc) != 1)
+		return false;
+	m = u->dst +
+	    (size_t)(u->op == IBV_WR_SEND ? wc.wr_id : wc.imm_data % RQ) * LEN;
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(tr_check(m, wc.byte_len, 0, &h), 0);
+	assert_int_equal(h.rcv_idx, u->got);
+	u->got++;
+	assert_int_equal(rel_post_recv(u->p.qb, wc.wr_id,
+				       u->dst + (size_t)wc.wr_id * LEN, LEN,
+				       u4v_mr_lkey(u->mb)),
+			 0);
+	return true;
+}
+
 static void run(int signaled, enum ibv_wr_opcode op, const char *tag)
 {
 	struct u4vt_qp_opts o;
-	struct rel_pair p;
-	struct u4v_mr *ma, *mb;
-	uint8_t *src = malloc(LEN), *dst = malloc((size_t)RQ * LEN);
-	uint32_t sent = 0, got = 0, enomem = 0, i;
+	struct ucs u = {.op = op, .signaled = signaled};
 	uint64_t deadline = u4vt_now_ms() + 30000;
+	struct ibv_wc wc;
+	uint32_t i;
 
+	u.src = malloc(LEN);
+	u.dst = malloc((size_t)RQ * LEN);
 	u4vt_qp_opts_default(&o);
 	o.max_send_wr = 1;
 	o.max_recv_wr = RQ;
-	rel_pair_up(&p, tag, IBV_QPT_UC, NULL, &o, 0);
-	ma = rel_reg(p.a.pd, src, LEN, IBV_ACCESS_LOCAL_WRITE);
-	mb = rel_reg(p.b.pd, dst, (size_t)RQ * LEN,
-		     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	u4vt_pair_up(&u.p, tag, IBV_QPT_UC, NULL, &o, 0);
+	u.ma = rel_reg(u.p.a.pd, u.src, LEN, IBV_ACCESS_LOCAL_WRITE);
+	u.mb = rel_reg(u.p.b.pd, u.dst, (size_t)RQ * LEN,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	for (i = 0; i < RQ; i++)
-		assert_int_equal(rel_post_recv(p.qb, i, dst + (size_t)i * LEN,
-					       LEN, u4v_mr_lkey(mb)), 0);
-	while (got < N) {
-		struct ibv_wc wc;
-
+		assert_int_equal(rel_post_recv(u.p.qb, i,
+					       u.dst + (size_t)i * LEN, LEN,
+					       u4v_mr_lkey(u.mb)),
+				 0);
+	while (u.got < N) {
 		assert_true(u4vt_now_ms() < deadline);
-		if (sent < N && sent - got < RQ / 2) {
-			struct ibv_sge s = { (uintptr_t)src, LEN,
-					     u4v_mr_lkey(ma) };
-			struct ibv_send_wr wr = { 0 }, *bad;
-			int ret;
-
-			tr_make(src, LEN, 0, sent, sent, 2);
-			wr.wr_id = sent;
-			wr.sg_list = &s;
-			wr.num_sge = 1;
-			wr.opcode = op;
-			wr.imm_data = sent;
-			wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
-			wr.wr.rdma.remote_addr =
-				(uintptr_t)dst + (size_t)(sent % RQ) * LEN;
-			wr.wr.rdma.rkey = u4v_mr_rkey(mb);
-			ret = u4v_post_send(p.qa, &wr, &bad);
-			if (ret == ENOMEM) {
-				/* the one slot is busy: only until progress */
-				enomem++;
-				assert_true(enomem < 1000000);
-			} else {
-				assert_int_equal(ret, 0);
-				sent++;
-				if (signaled) {
-					wc = rel_wait1(p.a.cq, 2000);
-					assert_int_equal(wc.status, 0);
-					assert_int_equal(wc.wr_id, sent - 1);
-				}
-			}
-		}
-		if (u4v_poll_cq(p.b.cq, 1, &wc) == 1) {
-			struct tr_hdr h;
-			uint8_t *m = op == IBV_WR_SEND ?
-					     dst + (size_t)wc.wr_id * LEN :
-					     dst + (size_t)(wc.imm_data % RQ) *
-							   LEN;
-
-			assert_int_equal(wc.status, IBV_WC_SUCCESS);
-			assert_int_equal(tr_check(m, wc.byte_len, 0, &h), 0);
-			assert_int_equal(h.rcv_idx, got);
-			got++;
-			assert_int_equal(rel_post_recv(p.qb, wc.wr_id,
-						       dst + (size_t)wc.wr_id *
-								     LEN,
-						       LEN, u4v_mr_lkey(mb)),
-					 0);
-		} else if (!signaled) {
-			u4v_poll_cq(p.a.cq, 1, &wc); /* progress, expect none */
-		}
+		if (u.sent < N && u.sent - u.got < RQ / 2)
+			ucs_send(&u);
+		if (!ucs_receive(&u) && !signaled)
+			u4v_poll_cq(u.p.a.cq, 1,
+				    &wc); /* progress, expect none */
 	}
-	fprintf(stderr, "[%s] %u UC messages through a 1-deep SQ (%u ENOMEM "
-		"retries)\n", tag, got, enomem);
+	fprintf(stderr,
+		"[%s] %u UC messages through a 1-deep SQ (%u ENOMEM "
+		"retries)\n",
+		tag, u.got, u.enomem);
 	/* the slot is free at the end: one more post succeeds at once */
-	assert_int_equal(rel_post(p.qa, op, 999999, src, LEN, u4v_mr_lkey(ma),
-				  (uintptr_t)dst, u4v_mr_rkey(mb)), 0);
-	assert_int_equal(u4v_qp_state(p.qa), IBV_QPS_RTS);
-	assert_int_equal(u4v_dereg_mr(ma), 0);
-	assert_int_equal(u4v_dereg_mr(mb), 0);
-	rel_pair_down(&p);
-	free(src);
-	free(dst);
+	assert_int_equal(rel_post(u.p.qa, op, 999999, u.src, LEN,
+				  u4v_mr_lkey(u.ma), (uintptr_t)u.dst,
+				  u4v_mr_rkey(u.mb)),
+			 0);
+	assert_int_equal(u4v_qp_state(u.p.qa), IBV_QPS_RTS);
+	assert_int_equal(u4v_dereg_mr(u.ma), 0);
+	assert_int_equal(u4v_dereg_mr(u.mb), 0);
+	u4vt_pair_down(&u.p);
+	free(u.src);
+	free(u.dst);
 }
 
 static void test_uc_send_signaled(void **state)

@@ -22,7 +22,7 @@
 #define LEN (256u * 1024)
 
 struct wd {
-	struct rel_pair p;
+	struct u4vt_pair p;
 	struct u4l_sim_config cfg;
 	struct u4v_mr *ma, *mb;
 	uint8_t *a, *b;
@@ -35,7 +35,7 @@ static void wd_up(struct wd *w, const char *tag, uint8_t timeout)
 	u4vt_qp_opts_default(&o);
 	o.timeout = timeout;
 	o.retry_cnt = 7;
-	rel_pair_up(&w->p, tag, IBV_QPT_RC, &w->cfg, &o, 0);
+	u4vt_pair_up(&w->p, tag, IBV_QPT_RC, &w->cfg, &o, 0);
 	w->a = malloc(2 * LEN);
 	w->b = malloc(2 * LEN);
 	w->ma = rel_reg(w->p.a.pd, w->a, 2 * LEN, REL_ACC_ALL);
@@ -46,7 +46,7 @@ static void wd_down(struct wd *w)
 {
 	assert_int_equal(u4v_dereg_mr(w->ma), 0);
 	assert_int_equal(u4v_dereg_mr(w->mb), 0);
-	rel_pair_down(&w->p);
+	u4vt_pair_down(&w->p);
 	free(w->a);
 	free(w->b);
 }
@@ -96,7 +96,7 @@ static void dark(const char *tag, int dir, int ctrl_only, int dark_ms)
 	int i;
 
 	memset(&w, 0, sizeof(w));
-	rel_cfg(&w.cfg);
+	u4vt_cable_config(&w.cfg);
 	/* 4.096 us << 16 = 268 ms per retransmit, 7 retries: 2.1 s budget */
 	wd_up(&w, tag, 16);
 	wd_both_ways(&w, 1);
@@ -179,7 +179,7 @@ static void test_slow_lossy_path(void **state)
 
 	(void)state;
 	memset(&w, 0, sizeof(w));
-	rel_cfg(&w.cfg);
+	u4vt_cable_config(&w.cfg);
 	w.cfg.rate_bps = 50000000;
 	w.cfg.latency_ns = 2000000;
 	w.cfg.seed = 4;

@@ -3,10 +3,12 @@
  * Shared receive queues over the software cable: one SRQ feeding two RC QPs,
  * one feeding a UD QP, the srq_limit async event (fires once, when the
  * posted count drops below the limit, then disarms), and
- * IBV_EVENT_QP_LAST_WQE_REACHED when an SRQ-attached QP enters ERR.
+ * IBV_EVENT_QP_LAST_WQE_REACHED when an SRQ-attached QP enters ERR, and an
+ * SRQ-attached RC QP serving RDMA READ and atomics (UCX's rc_verbs QPs all
+ * take their receives from an SRQ; READ and atomics there crashed the
+ * responder).
  */
 #define _GNU_SOURCE
-#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,10 +26,7 @@
 #define NSLOT 64u
 
 struct rig {
-	const char *shm;
-	int evfd[2];
-	struct u4vt_end a, b;
-	struct u4vt_qp_opts o;
+	struct u4vt_pair p; /* the ends; b's async events at p.evfd[0] */
 	uint8_t *src, *dst;
 	struct u4v_mr *ms, *md;
 };
@@ -36,16 +35,12 @@ static int rig_setup(void **state)
 {
 	struct rig *r = calloc(1, sizeof(*r));
 
-	r->shm = u4vt_shm_name("srq");
-	assert_int_equal(pipe2(r->evfd, O_NONBLOCK | O_CLOEXEC), 0);
-	u4vt_cable_create(r->shm, NULL);
-	u4vt_end_open(&r->a, r->shm, 0);
-	u4vt_end_open_async(&r->b, r->shm, 1, r->evfd[1]);
-	u4vt_qp_opts_default(&r->o);
+	assert_non_null(r);
+	u4vt_pair_ends(&r->p, "srq", NULL, 1);
 	r->src = u4vt_map(SLOT * NSLOT);
 	r->dst = u4vt_map(SLOT * NSLOT);
-	r->ms = u4vt_reg(&r->a, r->src, SLOT * NSLOT, U4VT_ACCESS_ALL);
-	r->md = u4vt_reg(&r->b, r->dst, SLOT * NSLOT, U4VT_ACCESS_ALL);
+	r->ms = u4vt_reg(&r->p.a, r->src, SLOT * NSLOT, U4VT_ACCESS_ALL);
+	r->md = u4vt_reg(&r->p.b, r->dst, SLOT * NSLOT, U4VT_ACCESS_ALL);
 	*state = r;
 	return 0;
 }
@@ -58,11 +53,7 @@ static int rig_teardown(void **state)
 	u4v_dereg_mr(r->md);
 	u4vt_unmap(r->src, SLOT * NSLOT);
 	u4vt_unmap(r->dst, SLOT * NSLOT);
-	u4vt_end_close(&r->a);
-	u4vt_end_close(&r->b);
-	u4l_sim_destroy(r->shm);
-	close(r->evfd[0]);
-	close(r->evfd[1]);
+	u4vt_pair_down(&r->p);
 	free(r);
 	return 0;
 }
@@ -73,7 +64,7 @@ static struct u4v_srq *make_srq(struct rig *r, uint32_t max_wr,
 	struct ibv_srq_attr sa = { .max_wr = max_wr, .max_sge = 2 };
 	struct u4v_srq *srq;
 
-	assert_int_equal(u4v_create_srq(r->b.pd, &sa, &srq), 0);
+	assert_int_equal(u4v_create_srq(r->p.b.pd, &sa, &srq), 0);
 	u4v_srq_set_handle(srq, handle);
 	return srq;
 }
@@ -124,7 +115,7 @@ static void test_srq_two_rc_qps(void **state)
 {
 	struct rig *r = *state;
 	struct u4v_srq *srq = make_srq(r, NSLOT, 0x5151);
-	struct u4vt_qp_opts o = r->o;
+	struct u4vt_qp_opts o = r->p.o;
 	struct u4v_qp *qa[2], *qb[2];
 	int per_qp[2] = { 0, 0 }, seen[NSLOT] = { 0 };
 	struct ibv_wc wc[40];
@@ -132,9 +123,9 @@ static void test_srq_two_rc_qps(void **state)
 
 	o.srq = srq;
 	for (i = 0; i < 2; i++) {
-		qa[i] = u4vt_qp_create(&r->a, IBV_QPT_RC, &r->o);
-		qb[i] = u4vt_qp_create(&r->b, IBV_QPT_RC, &o);
-		u4vt_qp_connect(qa[i], IBV_QPT_RC, u4v_qp_num(qb[i]), &r->o);
+		qa[i] = u4vt_qp_create(&r->p.a, IBV_QPT_RC, &r->p.o);
+		qb[i] = u4vt_qp_create(&r->p.b, IBV_QPT_RC, &o);
+		u4vt_qp_connect(qa[i], IBV_QPT_RC, u4v_qp_num(qb[i]), &r->p.o);
 		u4vt_qp_connect(qb[i], IBV_QPT_RC, u4v_qp_num(qa[i]), &o);
 	}
 	post_slots(r, srq, 0, 40);
@@ -149,10 +140,10 @@ static void test_srq_two_rc_qps(void **state)
 						 u4v_mr_lkey(r->ms), 0, 0, 0),
 				 0);
 	}
-	assert_int_equal(u4vt_poll(r->a.cq, wc, 40, TMO), 40);
+	assert_int_equal(u4vt_poll(r->p.a.cq, wc, 40, TMO), 40);
 	for (i = 0; i < 40; i++)
 		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
-	n = u4vt_poll(r->b.cq, wc, 40, TMO);
+	n = u4vt_poll(r->p.b.cq, wc, 40, TMO);
 	assert_int_equal(n, 40);
 	for (i = 0; i < n; i++) {
 		uint8_t *slot = r->dst + wc[i].wr_id * SLOT;
@@ -182,21 +173,20 @@ static void test_srq_ud(void **state)
 {
 	struct rig *r = *state;
 	struct u4v_srq *srq = make_srq(r, NSLOT, 0x5252);
-	struct u4vt_qp_opts o = r->o;
+	struct u4vt_qp_opts o = r->p.o;
 	struct u4v_qp *qa[2], *qb;
-	struct ibv_ah_attr aha = { .port_num = 1 };
 	struct u4v_ah *ah;
 	struct ibv_wc wc[32];
 	int i, n;
 
 	o.srq = srq;
-	qb = u4vt_qp_create(&r->b, IBV_QPT_UD, &o);
+	qb = u4vt_qp_create(&r->p.b, IBV_QPT_UD, &o);
 	u4vt_qp_connect(qb, IBV_QPT_UD, 0, &o);
 	for (i = 0; i < 2; i++) {
-		qa[i] = u4vt_qp_create(&r->a, IBV_QPT_UD, &r->o);
-		u4vt_qp_connect(qa[i], IBV_QPT_UD, 0, &r->o);
+		qa[i] = u4vt_qp_create(&r->p.a, IBV_QPT_UD, &r->p.o);
+		u4vt_qp_connect(qa[i], IBV_QPT_UD, 0, &r->p.o);
 	}
-	assert_int_equal(u4v_create_ah(r->a.pd, &aha, &ah), 0);
+	ah = u4vt_ah(r->p.a.pd);
 	post_slots(r, srq, 0, 16);
 	for (i = 0; i < 16; i++) {
 		uint32_t len = 8 + (uint32_t)i * 271 % 4089;
@@ -207,8 +197,8 @@ static void test_srq_ud(void **state)
 					     u4v_mr_lkey(r->ms), ah,
 					     u4v_qp_num(qb)), 0);
 	}
-	assert_int_equal(u4vt_poll(r->a.cq, wc, 16, TMO), 16);
-	n = u4vt_poll(r->b.cq, wc, 16, TMO);
+	assert_int_equal(u4vt_poll(r->p.a.cq, wc, 16, TMO), 16);
+	n = u4vt_poll(r->p.b.cq, wc, 16, TMO);
 	assert_int_equal(n, 16);
 	for (i = 0; i < n; i++) {
 		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
@@ -237,9 +227,9 @@ static void send_n(struct rig *r, struct u4v_qp *qa, int n, uint64_t id0)
 						 (uintptr_t)r->src, 64,
 						 u4v_mr_lkey(r->ms), 0, 0, 0),
 				 0);
-		assert_int_equal(u4vt_poll(r->a.cq, wc, 1, TMO), 1);
+		assert_int_equal(u4vt_poll(r->p.a.cq, wc, 1, TMO), 1);
 		assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
-		assert_int_equal(u4vt_poll(r->b.cq, wc, 1, TMO), 1);
+		assert_int_equal(u4vt_poll(r->p.b.cq, wc, 1, TMO), 1);
 		assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
 	}
 }
@@ -248,27 +238,27 @@ static void test_srq_limit_event(void **state)
 {
 	struct rig *r = *state;
 	struct u4v_srq *srq = make_srq(r, 16, 0x5353);
-	struct u4vt_qp_opts o = r->o;
+	struct u4vt_qp_opts o = r->p.o;
 	struct ibv_srq_attr sa;
 	struct u4v_qp *qa, *qb;
 	uint64_t element;
 	uint32_t type;
 
 	o.srq = srq;
-	qa = u4vt_qp_create(&r->a, IBV_QPT_RC, &r->o);
-	qb = u4vt_qp_create(&r->b, IBV_QPT_RC, &o);
+	qa = u4vt_qp_create(&r->p.a, IBV_QPT_RC, &r->p.o);
+	qb = u4vt_qp_create(&r->p.b, IBV_QPT_RC, &o);
 	u4v_qp_set_handle(qb, 0x9b9b);
-	u4vt_qp_connect(qa, IBV_QPT_RC, u4v_qp_num(qb), &r->o);
+	u4vt_qp_connect(qa, IBV_QPT_RC, u4v_qp_num(qb), &r->p.o);
 	u4vt_qp_connect(qb, IBV_QPT_RC, u4v_qp_num(qa), &o);
 	post_slots(r, srq, 0, 10);
 	sa.srq_limit = 5;
 	assert_int_equal(u4v_modify_srq(srq, &sa, IBV_SRQ_LIMIT), 0);
 	/* 10 → 5 posted: not below the limit yet */
 	send_n(r, qa, 5, 100);
-	assert_int_equal(u4vt_async_read(r->evfd[0], &element, &type, 50), 0);
+	assert_int_equal(u4vt_async_read(r->p.evfd[0], &element, &type, 50), 0);
 	/* 5 → 4: below; the event names the SRQ */
 	send_n(r, qa, 1, 200);
-	assert_int_equal(u4vt_async_read(r->evfd[0], &element, &type, 2000),
+	assert_int_equal(u4vt_async_read(r->p.evfd[0], &element, &type, 2000),
 			 1);
 	assert_true(element == 0x5353);
 	assert_int_equal(type, IBV_EVENT_SRQ_LIMIT_REACHED);
@@ -277,12 +267,12 @@ static void test_srq_limit_event(void **state)
 	assert_int_equal(u4v_query_srq(srq, &sa), 0);
 	assert_int_equal(sa.srq_limit, 0);
 	send_n(r, qa, 2, 300);
-	assert_int_equal(u4vt_async_read(r->evfd[0], &element, &type, 50), 0);
+	assert_int_equal(u4vt_async_read(r->p.evfd[0], &element, &type, 50), 0);
 	/* re-armed above the current count: fires on the next take */
 	sa.srq_limit = 8;
 	assert_int_equal(u4v_modify_srq(srq, &sa, IBV_SRQ_LIMIT), 0);
 	send_n(r, qa, 1, 400);
-	assert_int_equal(u4vt_async_read(r->evfd[0], &element, &type, 2000),
+	assert_int_equal(u4vt_async_read(r->p.evfd[0], &element, &type, 2000),
 			 1);
 	assert_true(element == 0x5353);
 	assert_int_equal(type, IBV_EVENT_SRQ_LIMIT_REACHED);
@@ -291,7 +281,7 @@ static void test_srq_limit_event(void **state)
 		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 
 		assert_int_equal(u4v_modify_qp(qb, &a, IBV_QP_STATE), 0);
-		assert_int_equal(u4vt_async_read(r->evfd[0], &element, &type,
+		assert_int_equal(u4vt_async_read(r->p.evfd[0], &element, &type,
 						 2000),
 				 1);
 		assert_true(element == 0x9b9b);
@@ -301,8 +291,63 @@ static void test_srq_limit_event(void **state)
 	{
 		struct ibv_wc wc;
 
-		assert_int_equal(u4vt_poll(r->b.cq, &wc, 1, 50), 0);
+		assert_int_equal(u4vt_poll(r->p.b.cq, &wc, 1, 50), 0);
 	}
+	assert_int_equal(u4v_destroy_qp(qa), 0);
+	assert_int_equal(u4v_destroy_qp(qb), 0);
+	assert_int_equal(u4v_destroy_srq(srq), 0);
+}
+
+/* RDMA READ and atomics need no receive WQE: an SRQ QP serves them too. */
+static void test_srq_rc_read_atomic(void **state)
+{
+	struct rig *r = *state;
+	struct u4v_srq *srq = make_srq(r, 16, 0x5454);
+	struct u4vt_qp_opts o = r->p.o;
+	uint64_t *cell = (uint64_t *)(r->dst + SLOT), orig;
+	uint8_t *rd = r->src + 2 * SLOT;
+	struct u4v_qp *qa, *qb;
+	struct ibv_wc wc;
+	int i;
+
+	o.srq = srq;
+	qa = u4vt_qp_create(&r->p.a, IBV_QPT_RC, &r->p.o);
+	qb = u4vt_qp_create(&r->p.b, IBV_QPT_RC, &o);
+	u4vt_qp_connect(qa, IBV_QPT_RC, u4v_qp_num(qb), &r->p.o);
+	u4vt_qp_connect(qb, IBV_QPT_RC, u4v_qp_num(qa), &o);
+	make_msg(r->dst, 77, SLOT);
+	memset(rd, 0, SLOT);
+	assert_int_equal(u4vt_post_send1(qa, IBV_WR_RDMA_READ, 1,
+					 IBV_SEND_SIGNALED, (uintptr_t)rd,
+					 SLOT, u4v_mr_lkey(r->ms),
+					 (uintptr_t)r->dst,
+					 u4v_mr_rkey(r->md), 0),
+			 0);
+	assert_int_equal(u4vt_poll(r->p.a.cq, &wc, 1, TMO), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RDMA_READ);
+	check_msg(rd, SLOT);
+	*cell = 1000;
+	for (i = 0; i < 2; i++) {
+		enum ibv_wr_opcode op = i ? IBV_WR_ATOMIC_CMP_AND_SWP :
+					    IBV_WR_ATOMIC_FETCH_AND_ADD;
+
+		/* fetch-and-add 5 (1000 -> 1005), then swap 1005 for 3 */
+		assert_int_equal(u4vt_post_atomic(qa, op, 2 + i,
+						  (uintptr_t)r->src,
+						  u4v_mr_lkey(r->ms),
+						  (uintptr_t)cell,
+						  u4v_mr_rkey(r->md),
+						  i ? 1005 : 5, 3),
+				 0);
+		assert_int_equal(u4vt_poll(r->p.a.cq, &wc, 1, TMO), 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		memcpy(&orig, r->src, 8);
+		assert_int_equal(orig, i ? 1005 : 1000);
+	}
+	assert_int_equal(*cell, 3);
+	/* no receive was consumed, none completed */
+	assert_int_equal(u4vt_poll(r->p.b.cq, &wc, 1, 50), 0);
 	assert_int_equal(u4v_destroy_qp(qa), 0);
 	assert_int_equal(u4v_destroy_qp(qb), 0);
 	assert_int_equal(u4v_destroy_srq(srq), 0);
@@ -315,6 +360,7 @@ int main(void)
 		T(test_srq_two_rc_qps),
 		T(test_srq_ud),
 		T(test_srq_limit_event),
+		T(test_srq_rc_read_atomic),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,7 +33,6 @@
 #define TMO 20000
 #define BIG (64u << 20)
 #define AREA (BIG + 8192u)
-#define QKEY 0x11111111u
 
 /* ---- cmocka-free plumbing (usable in children) -------------------------- */
 
@@ -120,56 +119,11 @@ static int qp_make(struct end *e, enum ibv_qp_type t, struct u4v_qp **qp)
 
 static int qp_conn(struct u4v_qp *qp, enum ibv_qp_type t, uint32_t remote)
 {
-	struct ibv_qp_attr a;
-	int ret;
+	struct u4vt_conn c;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = QKEY;
-	a.qp_access_flags = U4VT_ACCESS_ALL;
-	ret = u4v_modify_qp(qp, &a,
-			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				    (t == IBV_QPT_UD ? IBV_QP_QKEY :
-						       IBV_QP_ACCESS_FLAGS));
-	if (ret)
-		return ret;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_4096;
-	a.dest_qp_num = remote;
-	a.rq_psn = 0xfffff0; /* the PSNs wrap early in the run */
-	a.ah_attr.port_num = 1;
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = 1;
-	ret = u4v_modify_qp(qp, &a,
-			    IBV_QP_STATE |
-				    (t == IBV_QPT_UD ? 0 :
-						       IBV_QP_AV |
-							       IBV_QP_PATH_MTU |
-							       IBV_QP_DEST_QPN |
-							       IBV_QP_RQ_PSN) |
-				    (t == IBV_QPT_RC ?
-					     IBV_QP_MAX_DEST_RD_ATOMIC |
-						     IBV_QP_MIN_RNR_TIMER :
-					     0));
-	if (ret)
-		return ret;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0xfffff0;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 16;
-	return u4v_modify_qp(qp, &a,
-			     IBV_QP_STATE | IBV_QP_SQ_PSN |
-				     (t == IBV_QPT_RC ?
-					      IBV_QP_TIMEOUT |
-						      IBV_QP_RETRY_CNT |
-						      IBV_QP_RNR_RETRY |
-						      IBV_QP_MAX_QP_RD_ATOMIC :
-					      0));
+	u4vt_conn_default(&c, remote);
+	c.psn = 0xfffff0; /* the PSNs wrap early in the run */
+	return u4vt_eng_connect(qp, t, &c);
 }
 
 static int poll_n(struct u4v_cq *cq, struct ibv_wc *wc, int n, int ms)
@@ -300,13 +254,103 @@ struct hello {
 #define CELL_OFF 64u
 #define CELL_INIT 0x0102030405060708ull
 
+static bool is_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* An RC, a UC and a UD QP on e, their numbers in me. 0 or an errno. */
+static int qps_make(struct end *e, struct u4v_qp *qp[3], struct hello *me)
+{
+	static const enum ibv_qp_type types[3] = {IBV_QPT_RC, IBV_QPT_UC,
+						  IBV_QPT_UD};
+	int t, ret;
+
+	for (t = 0; t < 3; t++) {
+		ret = qp_make(e, types[t], &qp[t]);
+		if (ret)
+			return ret;
+		me->qpn[t] = u4v_qp_num(qp[t]);
+	}
+	return 0;
+}
+
+/* The three QPs connected to the peer's. 0 or an errno. */
+static int qps_connect(struct u4v_qp *qp[3], const struct hello *peer)
+{
+	int ret = qp_conn(qp[0], IBV_QPT_RC, peer->qpn[0]);
+
+	if (!ret)
+		ret = qp_conn(qp[1], IBV_QPT_UC, peer->qpn[1]);
+	if (!ret)
+		ret = qp_conn(qp[2], IBV_QPT_UD, 0);
+	return ret;
+}
+
+/*
+ * Step k of the requester: its WR posted from src and completed, the
+ * data a READ or an atomic brought back checked. 0, or what went wrong.
+ */
+static int32_t request_step(int k, struct end *e, struct u4v_qp *qp[3],
+			    struct u4v_ah *ah, const struct hello *peer,
+			    uint8_t *src, struct u4v_mr *mr)
+{
+	const struct step *s = &steps[k];
+	struct ibv_sge sge = {(uintptr_t)src, s->len, u4v_mr_lkey(mr)};
+	struct ibv_send_wr w, *bad;
+	struct ibv_wc wc;
+	int32_t result = 0;
+
+	if (s->op == IBV_WR_RDMA_READ)
+		memset(src, 0, s->len);
+	else
+		u4vt_fill(src, s->len, 1000 + k);
+	u4vt_send_wr(&w, s->op, k, IBV_SEND_SIGNALED, &sge, 1);
+	w.imm_data = 0xabc00000u + k;
+	if (s->type == IBV_QPT_UD) {
+		u4vt_send_wr_ud(&w, ah, peer->qpn[2]);
+	} else if (is_atomic(s->op)) {
+		w.wr.atomic.remote_addr = peer->addr + CELL_OFF;
+		w.wr.atomic.rkey = peer->rkey;
+		w.wr.atomic.compare_add =
+		    s->op == IBV_WR_ATOMIC_CMP_AND_SWP ? CELL_INIT : 5;
+		w.wr.atomic.swap = 77;
+	} else {
+		w.wr.rdma.remote_addr = peer->addr;
+		w.wr.rdma.rkey = peer->rkey;
+	}
+	if (u4v_post_send(qp[tindex(s->type)], &w, &bad))
+		return 1;
+	if (poll_n(e->cq, &wc, 1, TMO) != 1)
+		return 2;
+	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != (uint64_t)k)
+		return 100 + wc.status;
+	if (s->op == IBV_WR_RDMA_READ) {
+		uint8_t *want = malloc(s->len ? s->len : 1);
+
+		u4vt_fill(want, s->len, 5000 + k);
+		if (u4vt_sum(src, s->len) != u4vt_sum(want, s->len))
+			result = 3;
+		free(want);
+	} else if (is_atomic(s->op)) {
+		uint64_t orig;
+
+		memcpy(&orig, src, 8);
+		if (orig != CELL_INIT)
+			result = 4;
+	}
+	return result;
+}
+
 /* The requester: runs in the child. */
 static void requester(const char *shm, int rd, int wr)
 {
 	struct end e;
 	struct u4v_qp *qp[3];
 	struct u4v_ah *ah;
-	struct ibv_ah_attr aha = { .port_num = 1 };
+	struct ibv_ah_attr aha;
+	struct ibv_gid_entry sgid;
 	struct hello me = { 0 }, peer;
 	uint8_t *src = mmap(NULL, AREA, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -316,73 +360,17 @@ static void requester(const char *shm, int rd, int wr)
 	CHK(src != MAP_FAILED);
 	CHK(end_open(&e, shm, 0) == 0);
 	CHK(u4v_reg_mr(e.pd, src, AREA, U4VT_ACCESS_ALL, &mr) == 0);
-	for (t = 0; t < 3; t++) {
-		CHK(qp_make(&e, (enum ibv_qp_type[]){ IBV_QPT_RC, IBV_QPT_UC,
-						      IBV_QPT_UD }[t],
-			    &qp[t]) == 0);
-		me.qpn[t] = u4v_qp_num(qp[t]);
-	}
+	CHK(qps_make(&e, qp, &me) == 0);
 	CHK(io_all(wr, &me, sizeof(me), true, TMO) == 0);
 	CHK(io_all(rd, &peer, sizeof(peer), false, TMO) == 0);
-	CHK(qp_conn(qp[0], IBV_QPT_RC, peer.qpn[0]) == 0);
-	CHK(qp_conn(qp[1], IBV_QPT_UC, peer.qpn[1]) == 0);
-	CHK(qp_conn(qp[2], IBV_QPT_UD, 0) == 0);
-	CHK(u4v_create_ah(e.pd, &aha, &ah) == 0);
+	CHK(qps_connect(qp, &peer) == 0);
+	u4vt_ah_attr(&aha, &sgid);
+	CHK(u4v_create_ah(e.pd, &aha, &sgid, &ah) == 0);
 	for (k = 0; k < nsteps; k++) {
-		const struct step *s = &steps[k];
-		struct ibv_sge sge = { (uintptr_t)src, s->len, u4v_mr_lkey(mr) };
-		struct ibv_send_wr w = { 0 }, *bad;
-		struct ibv_wc wc;
-		int32_t result = 0, go;
+		int32_t result, go;
 
 		CHK(io_all(rd, &go, 4, false, 60000) == 0 && go == k);
-		if (s->op == IBV_WR_RDMA_READ)
-			memset(src, 0, s->len);
-		else
-			u4vt_fill(src, s->len, 1000 + k);
-		w.wr_id = k;
-		w.sg_list = &sge;
-		w.num_sge = 1;
-		w.opcode = s->op;
-		w.send_flags = IBV_SEND_SIGNALED;
-		w.imm_data = 0xabc00000u + k;
-		if (s->type == IBV_QPT_UD) {
-			w.wr.ud.ah = &ah->ibv;
-			w.wr.ud.remote_qpn = peer.qpn[2];
-			w.wr.ud.remote_qkey = QKEY;
-		} else if (s->op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-			   s->op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-			w.wr.atomic.remote_addr = peer.addr + CELL_OFF;
-			w.wr.atomic.rkey = peer.rkey;
-			w.wr.atomic.compare_add =
-				s->op == IBV_WR_ATOMIC_CMP_AND_SWP ? CELL_INIT :
-								     5;
-			w.wr.atomic.swap = 77;
-		} else {
-			w.wr.rdma.remote_addr = peer.addr;
-			w.wr.rdma.rkey = peer.rkey;
-		}
-		if (u4v_post_send(qp[tindex(s->type)], &w, &bad))
-			result = 1;
-		else if (poll_n(e.cq, &wc, 1, TMO) != 1)
-			result = 2;
-		else if (wc.status != IBV_WC_SUCCESS || wc.wr_id != (uint64_t)k)
-			result = 100 + wc.status;
-		else if (s->op == IBV_WR_RDMA_READ) {
-			uint8_t *want = malloc(s->len ? s->len : 1);
-
-			u4vt_fill(want, s->len, 5000 + k);
-			if (u4vt_sum(src, s->len) != u4vt_sum(want, s->len))
-				result = 3;
-			free(want);
-		} else if (s->op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-			   s->op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-			uint64_t orig;
-
-			memcpy(&orig, src, 8);
-			if (orig != CELL_INIT)
-				result = 4;
-		}
+		result = request_step(k, &e, qp, ah, &peer, src, mr);
 		CHK(io_all(wr, &result, 4, true, TMO) == 0);
 	}
 	CHK(u4v_destroy_ah(ah) == 0);
@@ -391,6 +379,80 @@ static void requester(const char *shm, int rd, int wr)
 	CHK(u4v_dereg_mr(mr) == 0);
 	end_close(&e);
 	_exit(0);
+}
+
+/* The target's side of step k before it runs: its area and receive. */
+static void target_prepare(int k, struct u4v_qp *q, uint8_t *dst,
+			   struct u4v_mr *mr)
+{
+	const struct step *s = &steps[k];
+	uint32_t grh = s->type == IBV_QPT_UD ? 40 : 0;
+
+	if (s->op == IBV_WR_RDMA_READ)
+		u4vt_fill(dst, s->len, 5000 + k);
+	else
+		memset(dst, 0xee, s->len + grh + 64);
+	if (is_atomic(s->op))
+		memcpy(dst + CELL_OFF, &(uint64_t){CELL_INIT}, 8);
+	if (s->op == IBV_WR_SEND || s->op == IBV_WR_SEND_WITH_IMM)
+		assert_int_equal(u4vt_post_recv1(q, k, (uintptr_t)dst,
+						 s->len + grh, u4v_mr_lkey(mr)),
+				 0);
+	else if (s->op == IBV_WR_RDMA_WRITE_WITH_IMM)
+		assert_int_equal(u4vt_post_recv1(q, k, 0, 0, 0), 0);
+}
+
+/* The target's receive completion of step k. */
+static void target_recv_done(int k, struct u4v_cq *cq)
+{
+	const struct step *s = &steps[k];
+	bool send = s->op == IBV_WR_SEND || s->op == IBV_WR_SEND_WITH_IMM;
+	bool imm = s->op == IBV_WR_SEND_WITH_IMM ||
+		   s->op == IBV_WR_RDMA_WRITE_WITH_IMM;
+	uint32_t grh = s->type == IBV_QPT_UD ? 40 : 0;
+	struct ibv_wc wc;
+
+	if (!send && !imm)
+		return;
+	assert_int_equal(poll_n(cq, &wc, 1, TMO), 1);
+	if (wc.status || wc.wr_id != (uint64_t)k)
+		fail_msg("step %d: recv wr %llu status %d", k,
+			 (unsigned long long)wc.wr_id, wc.status);
+	assert_int_equal(wc.byte_len, s->len + grh);
+	assert_int_equal(!!(wc.wc_flags & IBV_WC_WITH_IMM), imm);
+	if (imm)
+		assert_int_equal(wc.imm_data, 0xabc00000u + k);
+	assert_int_equal(wc.opcode,
+			 send ? IBV_WC_RECV : IBV_WC_RECV_RDMA_WITH_IMM);
+}
+
+/* What step k left in the target's area (want: scratch). */
+static void target_check(int k, const uint8_t *dst, uint8_t *want)
+{
+	const struct step *s = &steps[k];
+	uint32_t grh = s->type == IBV_QPT_UD ? 40 : 0;
+	uint64_t end = u4vt_now_ms() + TMO;
+
+	if (s->op == IBV_WR_RDMA_READ)
+		return;
+	if (is_atomic(s->op)) {
+		uint64_t v;
+
+		memcpy(&v, dst + CELL_OFF, 8);
+		assert_true(
+		    v ==
+		    (s->op == IBV_WR_ATOMIC_CMP_AND_SWP ? 77 : CELL_INIT + 5));
+		return;
+	}
+	u4vt_fill(want, s->len, 1000 + k);
+	/* UC WRITE: nothing says it arrived but the bytes */
+	while (u4vt_sum(dst + grh, s->len) != u4vt_sum(want, s->len) &&
+	       u4vt_now_ms() < end)
+		usleep(1000);
+	if (u4vt_sum(dst + grh, s->len) != u4vt_sum(want, s->len))
+		fail_msg("step %d (qpt %d op %d len %u): payload differs", k,
+			 s->type, s->op, s->len);
+	assert_int_equal(dst[grh + s->len], 0xee);
 }
 
 static void test_every_opcode_two_processes(void **state)
@@ -402,6 +464,7 @@ static void test_every_opcode_two_processes(void **state)
 	struct hello me = { 0 }, peer;
 	uint8_t *dst, *want;
 	struct u4v_mr *mr;
+	int32_t result;
 
 	(void)state;
 	build_steps();
@@ -422,95 +485,24 @@ static void test_every_opcode_two_processes(void **state)
 	want = u4vt_map(AREA);
 	assert_int_equal(end_open(&e, shm, 1), 0);
 	assert_int_equal(u4v_reg_mr(e.pd, dst, AREA, U4VT_ACCESS_ALL, &mr), 0);
-	for (t = 0; t < 3; t++) {
-		assert_int_equal(
-			qp_make(&e,
-				(enum ibv_qp_type[]){ IBV_QPT_RC, IBV_QPT_UC,
-						      IBV_QPT_UD }[t],
-				&qp[t]),
-			0);
-		me.qpn[t] = u4v_qp_num(qp[t]);
-	}
+	assert_int_equal(qps_make(&e, qp, &me), 0);
 	me.rkey = u4v_mr_rkey(mr);
 	me.addr = (uintptr_t)dst;
 	assert_int_equal(io_all(c2p[0], &peer, sizeof(peer), false, TMO), 0);
-	assert_int_equal(qp_conn(qp[0], IBV_QPT_RC, peer.qpn[0]), 0);
-	assert_int_equal(qp_conn(qp[1], IBV_QPT_UC, peer.qpn[1]), 0);
-	assert_int_equal(qp_conn(qp[2], IBV_QPT_UD, 0), 0);
+	assert_int_equal(qps_connect(qp, &peer), 0);
 	assert_int_equal(io_all(p2c[1], &me, sizeof(me), true, TMO), 0);
 	for (k = 0; k < nsteps; k++) {
 		const struct step *s = &steps[k];
-		bool send = s->op == IBV_WR_SEND ||
-			    s->op == IBV_WR_SEND_WITH_IMM;
-		bool imm = s->op == IBV_WR_SEND_WITH_IMM ||
-			   s->op == IBV_WR_RDMA_WRITE_WITH_IMM;
-		bool atomic = s->op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-			      s->op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-		uint32_t grh = s->type == IBV_QPT_UD ? 40 : 0;
-		struct u4v_qp *q = qp[tindex(s->type)];
-		int32_t result;
-		struct ibv_wc wc;
 
-		if (s->op == IBV_WR_RDMA_READ)
-			u4vt_fill(dst, s->len, 5000 + k);
-		else
-			memset(dst, 0xee, s->len + grh + 64);
-		if (atomic)
-			memcpy(dst + CELL_OFF, &(uint64_t){ CELL_INIT }, 8);
-		if (send)
-			assert_int_equal(u4vt_post_recv1(q, k, (uintptr_t)dst,
-							 s->len + grh,
-							 u4v_mr_lkey(mr)),
-					 0);
-		else if (imm)
-			assert_int_equal(u4vt_post_recv1(q, k, 0, 0, 0), 0);
+		target_prepare(k, qp[tindex(s->type)], dst, mr);
 		assert_int_equal(io_all(p2c[1], &k, 4, true, TMO), 0);
 		assert_int_equal(io_all(c2p[0], &result, 4, false, 60000), 0);
 		if (result)
 			fail_msg("step %d (qpt %d op %d len %u): requester "
 				 "result %d",
 				 k, s->type, s->op, s->len, result);
-		if (send || imm) {
-			assert_int_equal(poll_n(e.cq, &wc, 1, TMO), 1);
-			if (wc.status || wc.wr_id != (uint64_t)k)
-				fail_msg("step %d: recv wr %llu status %d", k,
-					 (unsigned long long)wc.wr_id,
-					 wc.status);
-			assert_int_equal(wc.byte_len, s->len + grh);
-			assert_int_equal(!!(wc.wc_flags & IBV_WC_WITH_IMM),
-					 imm);
-			if (imm)
-				assert_int_equal(wc.imm_data, 0xabc00000u + k);
-			assert_int_equal(wc.opcode,
-					 send ? IBV_WC_RECV :
-						IBV_WC_RECV_RDMA_WITH_IMM);
-		}
-		if (s->op == IBV_WR_RDMA_READ)
-			continue;
-		if (atomic) {
-			uint64_t v;
-
-			memcpy(&v, dst + CELL_OFF, 8);
-			assert_true(v == (s->op == IBV_WR_ATOMIC_CMP_AND_SWP ?
-						  77 :
-						  CELL_INIT + 5));
-			continue;
-		}
-		u4vt_fill(want, s->len, 1000 + k);
-		{
-			uint64_t end = u4vt_now_ms() + TMO;
-
-			/* UC WRITE: nothing says it arrived but the bytes */
-			while (u4vt_sum(dst + grh, s->len) !=
-				       u4vt_sum(want, s->len) &&
-			       u4vt_now_ms() < end)
-				usleep(1000);
-		}
-		if (u4vt_sum(dst + grh, s->len) != u4vt_sum(want, s->len))
-			fail_msg("step %d (qpt %d op %d len %u): payload "
-				 "differs",
-				 k, s->type, s->op, s->len);
-		assert_int_equal(dst[grh + s->len], 0xee);
+		target_recv_done(k, e.cq);
+		target_check(k, dst, want);
 	}
 	assert_int_equal(wait_child(0), 0);
 	for (t = 0; t < 3; t++)
@@ -559,19 +551,10 @@ static void adder(const char *shm, int rd, int wr, int id)
 
 		CHK(u4vt_now_ms() < end);
 		while (posted < NFAA && posted - done < FAA_WINDOW) {
-			struct ibv_sge sge = { (uintptr_t)&res[posted], 8,
-					       u4v_mr_lkey(mr) };
-			struct ibv_send_wr w = { 0 }, *bad;
-
-			w.wr_id = posted;
-			w.sg_list = &sge;
-			w.num_sge = 1;
-			w.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-			w.send_flags = IBV_SEND_SIGNALED;
-			w.wr.atomic.remote_addr = peer.addr;
-			w.wr.atomic.rkey = peer.rkey;
-			w.wr.atomic.compare_add = 1;
-			CHK(u4v_post_send(qp, &w, &bad) == 0);
+			CHK(u4vt_post_atomic(qp, IBV_WR_ATOMIC_FETCH_AND_ADD,
+					     posted, (uintptr_t)&res[posted],
+					     u4v_mr_lkey(mr), peer.addr,
+					     peer.rkey, 1, 0) == 0);
 			posted++;
 		}
 		n = u4v_poll_cq(e.cq, 16, wc);

@@ -24,6 +24,8 @@
 #include <usb4verbs/link.h>
 #include <usb4verbs/sim.h>
 
+#include "u4vt.h"
+
 /* ---- helpers ---- */
 
 static char g_names[16][128];
@@ -55,9 +57,7 @@ static inline const char *make_cable(const char *tag, struct u4l_sim_config *cfg
 	struct u4l_sim_config cfg;
 	const char *n = cable_name(tag);
 
-	u4l_sim_config_default(&cfg);
-	cfg.rate_bps = 0;
-	cfg.latency_ns = 0;
+	u4vt_cable_config(&cfg);
 	if (tweak)
 		tweak(&cfg);
 	assert_int_equal(u4l_sim_create(n, &cfg), 0);

@@ -20,37 +20,39 @@
 #include "engine_int.h"
 #include "testlib.h"
 
-struct rig {
-	const char *shm;
-	struct u4vt_end a, b;
-};
+/* An unconnected RC QP of e's context on pd. */
+static struct u4v_qp *rig_qp(const struct u4vt_end *e, struct u4v_pd *pd)
+{
+	struct u4vt_end on = *e;
+	struct u4vt_qp_opts o;
 
+	u4vt_qp_opts_default(&o);
+	on.pd = pd;
+	return u4vt_qp_create(&on, IBV_QPT_RC, &o);
+}
+
+/* r->qa: a QP of a's PD (remote checks are a QP's), not connected. */
 static int rig_setup(void **state)
 {
-	struct rig *r = calloc(1, sizeof(*r));
+	struct u4vt_pair *r = calloc(1, sizeof(*r));
 
-	r->shm = u4vt_shm_name("mr");
-	u4vt_cable_create(r->shm, NULL);
-	u4vt_end_open(&r->a, r->shm, 0);
-	u4vt_end_open(&r->b, r->shm, 1);
+	assert_non_null(r);
+	u4vt_pair_ends(r, "mr", NULL, -1);
+	r->qa = rig_qp(&r->a, r->a.pd);
 	*state = r;
 	return 0;
 }
 
 static int rig_teardown(void **state)
 {
-	struct rig *r = *state;
-
-	u4vt_end_close(&r->a);
-	u4vt_end_close(&r->b);
-	u4l_sim_destroy(r->shm);
-	free(r);
+	u4vt_pair_down(*state);
+	free(*state);
 	return 0;
 }
 
 static void test_keys(void **state)
 {
-	struct rig *r = *state;
+	struct u4vt_pair *r = *state;
 	enum { N = 32 };
 	static uint8_t buf[N][64];
 	struct u4v_mr *mr[N];
@@ -93,7 +95,7 @@ static void test_keys(void **state)
 		assert_int_equal(u4v_mr_check_local(r->a.pd, old_l,
 						    (uintptr_t)buf[5], 8, 0),
 				 IBV_WC_LOC_PROT_ERR);
-		assert_int_equal(u4v_mr_check_remote(r->a.pd, old_r,
+		assert_int_equal(u4v_mr_check_remote(r->qa, old_r,
 						     (uintptr_t)buf[5], 8,
 						     IBV_ACCESS_REMOTE_READ,
 						     NULL),
@@ -111,7 +113,7 @@ static void test_keys(void **state)
 
 static void test_registration_rules(void **state)
 {
-	struct rig *r = *state;
+	struct u4vt_pair *r = *state;
 	long psz = sysconf(_SC_PAGESIZE);
 	uint8_t *m;
 	struct u4v_mr *mr = NULL;
@@ -158,7 +160,7 @@ static void test_registration_rules(void **state)
 
 static void test_length_zero_mr(void **state)
 {
-	struct rig *r = *state;
+	struct u4vt_pair *r = *state;
 	static uint8_t buf[64];
 	struct u4v_mr *mr = NULL;
 	uint32_t lk;
@@ -175,20 +177,45 @@ static void test_length_zero_mr(void **state)
 	assert_int_equal(u4v_mr_check_local(r->a.pd, lk, (uintptr_t)buf + 7,
 					    1, 0),
 			 IBV_WC_LOC_PROT_ERR);
-	assert_int_equal(u4v_mr_check_remote(r->a.pd, u4v_mr_rkey(mr),
+	assert_int_equal(u4v_mr_check_remote(r->qa, u4v_mr_rkey(mr),
 					     (uintptr_t)buf + 8, 1,
 					     IBV_ACCESS_REMOTE_WRITE, NULL),
 			 IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(u4v_dereg_mr(mr), 0);
 }
 
+/* lk of an MR of len bytes at base on pd: exactly there, not a byte off. */
+static void local_bounds(struct u4v_pd *pd, uint32_t lk, uint64_t base,
+			 uint64_t len)
+{
+	assert_int_equal(u4v_mr_check_local(pd, lk, base, len, 0), 0);
+	assert_int_equal(u4v_mr_check_local(pd, lk, base - 1, 1, 0),
+			 IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(u4v_mr_check_local(pd, lk, base - 1, len, 0),
+			 IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(u4v_mr_check_local(pd, lk, base, len + 1, 0),
+			 IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(u4v_mr_check_local(pd, lk, base + len - 1, 1, 0), 0);
+	assert_int_equal(u4v_mr_check_local(pd, lk, base + len, 1, 0),
+			 IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(u4v_mr_check_local(pd, lk, base + 1, len, 0),
+			 IBV_WC_LOC_PROT_ERR);
+	/* lengths that overflow when added */
+	assert_int_equal(
+	    u4v_mr_check_local(pd, lk, base + 10, UINT64_MAX - 5, 0),
+	    IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(u4v_mr_check_local(pd, lk, UINT64_MAX - 5, 10, 0),
+			 IBV_WC_LOC_PROT_ERR);
+}
+
 static void test_bounds_and_access(void **state)
 {
-	struct rig *r = *state;
+	struct u4vt_pair *r = *state;
 	static uint8_t buf[4096];
 	uint64_t base = (uintptr_t)buf + 100, len = 1000;
 	struct u4v_mr *mr, *ro;
 	struct u4v_pd *pd2;
+	struct u4v_qp *qp2;
 	uint32_t lk, rk;
 
 	mr = u4vt_reg(&r->a, buf + 100, len, U4VT_ACCESS_ALL);
@@ -196,51 +223,33 @@ static void test_bounds_and_access(void **state)
 	lk = u4v_mr_lkey(mr);
 	rk = u4v_mr_rkey(mr);
 	/* local: exactly the MR, one byte off at either end */
-	assert_int_equal(u4v_mr_check_local(r->a.pd, lk, base, len, 0), 0);
-	assert_int_equal(u4v_mr_check_local(r->a.pd, lk, base - 1, 1, 0),
-			 IBV_WC_LOC_PROT_ERR);
-	assert_int_equal(u4v_mr_check_local(r->a.pd, lk, base - 1, len, 0),
-			 IBV_WC_LOC_PROT_ERR);
-	assert_int_equal(u4v_mr_check_local(r->a.pd, lk, base, len + 1, 0),
-			 IBV_WC_LOC_PROT_ERR);
-	assert_int_equal(u4v_mr_check_local(r->a.pd, lk, base + len - 1, 1, 0),
-			 0);
-	assert_int_equal(u4v_mr_check_local(r->a.pd, lk, base + len, 1, 0),
-			 IBV_WC_LOC_PROT_ERR);
-	assert_int_equal(u4v_mr_check_local(r->a.pd, lk, base + 1, len, 0),
-			 IBV_WC_LOC_PROT_ERR);
-	/* lengths that overflow when added */
-	assert_int_equal(u4v_mr_check_local(r->a.pd, lk, base + 10,
-					    UINT64_MAX - 5, 0),
-			 IBV_WC_LOC_PROT_ERR);
-	assert_int_equal(u4v_mr_check_local(r->a.pd, lk, UINT64_MAX - 5, 10, 0),
-			 IBV_WC_LOC_PROT_ERR);
+	local_bounds(r->a.pd, lk, base, len);
 	/* remote: same bounds, plus access */
-	assert_int_equal(u4v_mr_check_remote(r->a.pd, rk, base, len,
+	assert_int_equal(u4v_mr_check_remote(r->qa, rk, base, len,
 					     IBV_ACCESS_REMOTE_WRITE, NULL),
 			 0);
-	assert_int_equal(u4v_mr_check_remote(r->a.pd, rk, base - 1, 2,
+	assert_int_equal(u4v_mr_check_remote(r->qa, rk, base - 1, 2,
 					     IBV_ACCESS_REMOTE_WRITE, NULL),
 			 IBV_WC_REM_ACCESS_ERR);
-	assert_int_equal(u4v_mr_check_remote(r->a.pd, rk, base + len - 1, 2,
+	assert_int_equal(u4v_mr_check_remote(r->qa, rk, base + len - 1, 2,
 					     IBV_ACCESS_REMOTE_READ, NULL),
 			 IBV_WC_REM_ACCESS_ERR);
 	/* the lkey is not an rkey and vice versa */
-	assert_int_equal(u4v_mr_check_remote(r->a.pd, lk, base, 8,
+	assert_int_equal(u4v_mr_check_remote(r->qa, lk, base, 8,
 					     IBV_ACCESS_REMOTE_READ, NULL),
 			 IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(u4v_mr_check_local(r->a.pd, rk, base, 8, 0),
 			 IBV_WC_LOC_PROT_ERR);
 	/* read-only MR: no write, no atomic, no local write */
-	assert_int_equal(u4v_mr_check_remote(r->a.pd, u4v_mr_rkey(ro),
+	assert_int_equal(u4v_mr_check_remote(r->qa, u4v_mr_rkey(ro),
 					     (uintptr_t)buf + 2000, 100,
 					     IBV_ACCESS_REMOTE_READ, NULL),
 			 0);
-	assert_int_equal(u4v_mr_check_remote(r->a.pd, u4v_mr_rkey(ro),
+	assert_int_equal(u4v_mr_check_remote(r->qa, u4v_mr_rkey(ro),
 					     (uintptr_t)buf + 2000, 8,
 					     IBV_ACCESS_REMOTE_WRITE, NULL),
 			 IBV_WC_REM_ACCESS_ERR);
-	assert_int_equal(u4v_mr_check_remote(r->a.pd, u4v_mr_rkey(ro),
+	assert_int_equal(u4v_mr_check_remote(r->qa, u4v_mr_rkey(ro),
 					     (uintptr_t)buf + 2000, 8,
 					     IBV_ACCESS_REMOTE_ATOMIC, NULL),
 			 IBV_WC_REM_ACCESS_ERR);
@@ -250,11 +259,13 @@ static void test_bounds_and_access(void **state)
 			 IBV_WC_LOC_PROT_ERR);
 	/* another PD of the same context */
 	assert_int_equal(u4v_alloc_pd(r->a.ctx, &pd2), 0);
+	qp2 = rig_qp(&r->a, pd2);
 	assert_int_equal(u4v_mr_check_local(pd2, lk, base, 8, 0),
 			 IBV_WC_LOC_PROT_ERR);
-	assert_int_equal(u4v_mr_check_remote(pd2, rk, base, 8,
+	assert_int_equal(u4v_mr_check_remote(qp2, rk, base, 8,
 					     IBV_ACCESS_REMOTE_READ, NULL),
 			 IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(u4v_destroy_qp(qp2), 0);
 	assert_int_equal(u4v_dealloc_pd(pd2), 0);
 	/* keys of one context mean nothing in another */
 	assert_int_equal(u4v_mr_check_local(r->b.pd, lk, base, 8, 0),
@@ -275,7 +286,7 @@ struct e2e {
 	struct u4v_mr *ms;
 };
 
-static void e2e_up(struct rig *r, struct e2e *e, int qp_access)
+static void e2e_up(struct u4vt_pair *r, struct e2e *e, int qp_access)
 {
 	struct u4vt_qp_opts o;
 
@@ -301,7 +312,7 @@ static void e2e_down(struct e2e *e)
 }
 
 /* One WR from a; its completion status (and nothing for the target). */
-static enum ibv_wc_status run_op(struct rig *r, struct e2e *e,
+static enum ibv_wc_status run_op(struct u4vt_pair *r, struct e2e *e,
 				 enum ibv_wr_opcode op, uint64_t raddr,
 				 uint32_t len, uint32_t rkey)
 {
@@ -321,127 +332,347 @@ static enum ibv_wc_status run_op(struct rig *r, struct e2e *e,
 	return wc.status;
 }
 
+/* One remote access checked at the target, and the status it must get. */
+struct wire_case {
+	enum ibv_wr_opcode op;
+	int mr_access, qp_access;
+	int64_t off; /* from the MR start */
+	uint32_t len;
+	bool stale, other_pd;
+	enum ibv_wc_status want;
+};
+
+/* A fresh QP pair and target MR for the case; its status checked. */
+static void wire_case_run(struct u4vt_pair *r, const struct wire_case *c,
+			  size_t i)
+{
+	struct e2e e;
+	struct u4v_mr *md;
+	struct u4v_pd *pd2 = NULL;
+	enum ibv_wc_status st;
+	struct ibv_wc wc[8];
+	uint32_t rkey;
+
+	e2e_up(r, &e, c->qp_access);
+	if (c->other_pd)
+		assert_int_equal(u4v_alloc_pd(r->b.ctx, &pd2), 0);
+	assert_int_equal(u4v_reg_mr(pd2 ? pd2 : r->b.pd, e.dst + 1024, 4096,
+				    c->mr_access, &md),
+			 0);
+	rkey = u4v_mr_rkey(md);
+	if (c->stale) {
+		assert_int_equal(u4v_dereg_mr(md), 0);
+		md = NULL;
+	}
+	st = run_op(r, &e, c->op, (uintptr_t)e.dst + 1024 + c->off, c->len,
+		    rkey);
+	if (st != c->want)
+		fail_msg("case %zu: status %d, want %d", i, st, c->want);
+	if (md)
+		assert_int_equal(u4v_dereg_mr(md), 0);
+	if (pd2)
+		assert_int_equal(u4v_dealloc_pd(pd2), 0);
+	e2e_down(&e);
+	/* flushes of the dead QPs, if any */
+	u4vt_poll(r->a.cq, wc, 8, 10);
+	u4vt_poll(r->b.cq, wc, 8, 10);
+}
+
 static void test_remote_checks_on_the_wire(void **state)
 {
-	struct rig *r = *state;
-	const int all = U4VT_ACCESS_ALL;
-	static const struct {
-		enum ibv_wr_opcode op;
-		int mr_access, qp_access;
-		int64_t off; /* from the MR start */
-		uint32_t len;
-		bool stale, other_pd;
-		enum ibv_wc_status want;
-	} cases[] = {
-		/* bounds: exact fit, one byte before, one byte past */
-		{ IBV_WR_RDMA_WRITE, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, 0, 4096,
-		  false, false, IBV_WC_SUCCESS },
-		{ IBV_WR_RDMA_WRITE, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, -1, 10,
-		  false, false, IBV_WC_REM_ACCESS_ERR },
-		{ IBV_WR_RDMA_WRITE, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, 1, 4096,
-		  false, false, IBV_WC_REM_ACCESS_ERR },
-		{ IBV_WR_RDMA_WRITE, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, 4095, 1,
-		  false, false, IBV_WC_SUCCESS },
-		{ IBV_WR_RDMA_READ, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, 1, 4096,
-		  false, false, IBV_WC_REM_ACCESS_ERR },
-		{ IBV_WR_RDMA_READ, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, 0, 4096,
-		  false, false, IBV_WC_SUCCESS },
-		{ IBV_WR_ATOMIC_FETCH_AND_ADD, U4VT_ACCESS_ALL,
-		  U4VT_ACCESS_ALL, 4096, 8, false, false,
-		  IBV_WC_REM_ACCESS_ERR },
-		{ IBV_WR_ATOMIC_FETCH_AND_ADD, U4VT_ACCESS_ALL,
-		  U4VT_ACCESS_ALL, 4088, 8, false, false, IBV_WC_SUCCESS },
-		/* MR access flags */
-		{ IBV_WR_RDMA_WRITE, IBV_ACCESS_LOCAL_WRITE |
-					     IBV_ACCESS_REMOTE_READ,
-		  U4VT_ACCESS_ALL, 0, 8, false, false, IBV_WC_REM_ACCESS_ERR },
-		{ IBV_WR_RDMA_READ, IBV_ACCESS_LOCAL_WRITE |
-					    IBV_ACCESS_REMOTE_WRITE,
-		  U4VT_ACCESS_ALL, 0, 8, false, false, IBV_WC_REM_ACCESS_ERR },
-		{ IBV_WR_ATOMIC_FETCH_AND_ADD,
-		  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			  IBV_ACCESS_REMOTE_READ,
-		  U4VT_ACCESS_ALL, 0, 8, false, false, IBV_WC_REM_ACCESS_ERR },
-		/* QP access flags */
-		{ IBV_WR_RDMA_WRITE, U4VT_ACCESS_ALL,
-		  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 0, 8, false,
-		  false, IBV_WC_REM_ACCESS_ERR },
-		{ IBV_WR_RDMA_READ, U4VT_ACCESS_ALL,
-		  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0, 8, false,
-		  false, IBV_WC_REM_ACCESS_ERR },
-		{ IBV_WR_ATOMIC_FETCH_AND_ADD, U4VT_ACCESS_ALL,
-		  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0, 8, false,
-		  false, IBV_WC_REM_ACCESS_ERR },
-		/* deregistered rkey; MR of another PD of the target */
-		{ IBV_WR_RDMA_WRITE, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, 0, 8,
-		  true, false, IBV_WC_REM_ACCESS_ERR },
-		{ IBV_WR_RDMA_READ, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, 0, 8,
-		  false, true, IBV_WC_REM_ACCESS_ERR },
+	static const struct wire_case cases[] = {
+	    /* bounds: exact fit, one byte before, one byte past */
+	    {IBV_WR_RDMA_WRITE, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, 0, 4096,
+	     false, false, IBV_WC_SUCCESS},
+	    {IBV_WR_RDMA_WRITE, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, -1, 10, false,
+	     false, IBV_WC_REM_ACCESS_ERR},
+	    {IBV_WR_RDMA_WRITE, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, 1, 4096,
+	     false, false, IBV_WC_REM_ACCESS_ERR},
+	    {IBV_WR_RDMA_WRITE, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, 4095, 1,
+	     false, false, IBV_WC_SUCCESS},
+	    {IBV_WR_RDMA_READ, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, 1, 4096, false,
+	     false, IBV_WC_REM_ACCESS_ERR},
+	    {IBV_WR_RDMA_READ, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, 0, 4096, false,
+	     false, IBV_WC_SUCCESS},
+	    {IBV_WR_ATOMIC_FETCH_AND_ADD, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL,
+	     4096, 8, false, false, IBV_WC_REM_ACCESS_ERR},
+	    {IBV_WR_ATOMIC_FETCH_AND_ADD, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL,
+	     4088, 8, false, false, IBV_WC_SUCCESS},
+	    /* MR access flags */
+	    {IBV_WR_RDMA_WRITE, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ,
+	     U4VT_ACCESS_ALL, 0, 8, false, false, IBV_WC_REM_ACCESS_ERR},
+	    {IBV_WR_RDMA_READ, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+	     U4VT_ACCESS_ALL, 0, 8, false, false, IBV_WC_REM_ACCESS_ERR},
+	    {IBV_WR_ATOMIC_FETCH_AND_ADD,
+	     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		 IBV_ACCESS_REMOTE_READ,
+	     U4VT_ACCESS_ALL, 0, 8, false, false, IBV_WC_REM_ACCESS_ERR},
+	    /* QP access flags */
+	    {IBV_WR_RDMA_WRITE, U4VT_ACCESS_ALL,
+	     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 0, 8, false,
+	     false, IBV_WC_REM_ACCESS_ERR},
+	    {IBV_WR_RDMA_READ, U4VT_ACCESS_ALL,
+	     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0, 8, false,
+	     false, IBV_WC_REM_ACCESS_ERR},
+	    {IBV_WR_ATOMIC_FETCH_AND_ADD, U4VT_ACCESS_ALL,
+	     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0, 8, false,
+	     false, IBV_WC_REM_ACCESS_ERR},
+	    /* deregistered rkey; MR of another PD of the target */
+	    {IBV_WR_RDMA_WRITE, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, 0, 8, true,
+	     false, IBV_WC_REM_ACCESS_ERR},
+	    {IBV_WR_RDMA_READ, U4VT_ACCESS_ALL, U4VT_ACCESS_ALL, 0, 8, false,
+	     true, IBV_WC_REM_ACCESS_ERR},
 	};
 	size_t i;
 
-	(void)all;
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct e2e e;
-		struct u4v_mr *md;
-		struct u4v_pd *pd2 = NULL;
-		enum ibv_wc_status st;
-		uint32_t rkey;
-
-		e2e_up(r, &e, cases[i].qp_access);
-		if (cases[i].other_pd) {
-			assert_int_equal(u4v_alloc_pd(r->b.ctx, &pd2), 0);
-			assert_int_equal(u4v_reg_mr(pd2, e.dst + 1024, 4096,
-						    cases[i].mr_access, &md),
-					 0);
-		} else {
-			assert_int_equal(u4v_reg_mr(r->b.pd, e.dst + 1024,
-						    4096, cases[i].mr_access,
-						    &md),
-					 0);
-		}
-		rkey = u4v_mr_rkey(md);
-		if (cases[i].stale) {
-			assert_int_equal(u4v_dereg_mr(md), 0);
-			md = NULL;
-		}
-		st = run_op(r, &e, cases[i].op,
-			    (uintptr_t)e.dst + 1024 + cases[i].off,
-			    cases[i].len, rkey);
-		if (st != cases[i].want)
-			fail_msg("case %zu: status %d, want %d", i, st,
-				 cases[i].want);
-		if (md)
-			assert_int_equal(u4v_dereg_mr(md), 0);
-		if (pd2)
-			assert_int_equal(u4v_dealloc_pd(pd2), 0);
-		e2e_down(&e);
-		/* flushes of the dead QPs, if any */
-		{
-			struct ibv_wc wc[8];
-
-			u4vt_poll(r->a.cq, wc, 8, 10);
-			u4vt_poll(r->b.cq, wc, 8, 10);
-		}
-	}
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		wire_case_run(*state, &cases[i], i);
 }
 
-/* Local checks at post time: EINVAL, nothing queued. */
-static void test_local_checks_at_post(void **state)
+/* What registration refuses, reregistration refuses, leaving *md as it is. */
+static void rereg_refused(struct u4v_mr **md)
 {
-	struct rig *r = *state;
+	struct u4v_mr *before = *md;
+
+	/* nothing, unknown flags, PD missing, bad access */
+	assert_int_equal(u4v_rereg_mr(md, 0, NULL, NULL, 0, 0), EINVAL);
+	assert_int_equal(u4v_rereg_mr(md, 8, NULL, NULL, 0, 0), EINVAL);
+	assert_int_equal(
+	    u4v_rereg_mr(md, IBV_REREG_MR_CHANGE_PD, NULL, NULL, 0, 0), EINVAL);
+	assert_int_equal(u4v_rereg_mr(md, IBV_REREG_MR_CHANGE_ACCESS, NULL,
+				      NULL, 0, IBV_ACCESS_REMOTE_WRITE),
+			 EINVAL);
+	assert_ptr_equal(*md, before);
+}
+
+/* A type 2 window bound by qp over [addr, addr + 64) of md; it succeeds. */
+static void bind_window(struct u4vt_pair *r, struct u4v_qp *qp,
+			struct u4v_mw *mw, struct u4v_mr *md, void *addr)
+{
+	struct ibv_mr ibmr = {.lkey = u4v_mr_lkey(md)};
+	struct ibv_send_wr wr = {.opcode = IBV_WR_BIND_MW,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct ibv_wc wc;
+
+	wr.bind_mw.mw = u4v_mw_ibv(mw);
+	wr.bind_mw.rkey = 1;
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
+	    &ibmr, (uintptr_t)addr, 64, IBV_ACCESS_REMOTE_READ};
+	assert_int_equal(u4v_post_send(qp, &wr, &bad), 0);
+	assert_int_equal(u4vt_poll(r->b.cq, &wc, 1, 5000), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+}
+
+/* A fresh QP pair for e (an access error left the old one in ERR). */
+static void e2e_renew(struct u4vt_pair *r, struct e2e *e)
+{
+	e2e_down(e);
+	e2e_up(r, e, U4VT_ACCESS_ALL);
+}
+
+/*
+ * ibv_rereg_mr: the keys stay and mean the new access, range or PD at once;
+ * what registration refuses, reregistration refuses and leaves the MR as
+ * it was; windows bound to it keep it.
+ */
+static void test_rereg(void **state)
+{
+	struct u4vt_pair *r = *state;
+	const int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	uint8_t *b2 = calloc(1, TB);
+	struct u4v_mr *md;
+	struct u4v_pd *pd2;
+	struct u4v_mw *mw;
+	struct e2e e;
+	uint32_t rkey;
+
+	e2e_up(r, &e, U4VT_ACCESS_ALL);
+	md = u4vt_reg(&r->b, e.dst, 4096, rw);
+	rkey = u4v_mr_rkey(md);
+	u4vt_fill(e.src, 64, 1);
+	assert_int_equal(run_op(r, &e, IBV_WR_RDMA_WRITE, (uintptr_t)e.dst,
+				64, rkey),
+			 IBV_WC_SUCCESS);
+	assert_memory_equal(e.dst, e.src, 64);
+	rereg_refused(&md);
+	/* access: the same rkey no longer writes */
+	assert_int_equal(u4v_rereg_mr(&md, IBV_REREG_MR_CHANGE_ACCESS, NULL,
+				      NULL, 0, IBV_ACCESS_LOCAL_WRITE),
+			 0);
+	assert_int_equal(u4v_mr_rkey(md), rkey);
+	assert_int_equal(run_op(r, &e, IBV_WR_RDMA_WRITE, (uintptr_t)e.dst, 8,
+				rkey),
+			 IBV_WC_REM_ACCESS_ERR);
+	e2e_renew(r, &e);
+	/* translation and access: the same rkey writes the new buffer only */
+	assert_int_equal(u4v_rereg_mr(&md,
+				      IBV_REREG_MR_CHANGE_TRANSLATION |
+					      IBV_REREG_MR_CHANGE_ACCESS,
+				      NULL, b2, 4096, rw),
+			 0);
+	u4vt_fill(e.src, 64, 2);
+	assert_int_equal(run_op(r, &e, IBV_WR_RDMA_WRITE, (uintptr_t)b2, 64,
+				rkey),
+			 IBV_WC_SUCCESS);
+	assert_memory_equal(b2, e.src, 64);
+	assert_int_equal(run_op(r, &e, IBV_WR_RDMA_WRITE, (uintptr_t)e.dst, 8,
+				rkey),
+			 IBV_WC_REM_ACCESS_ERR);
+	e2e_renew(r, &e);
+	/* PD: the QP's PD no longer has it; the PD in use cannot go */
+	assert_int_equal(u4v_alloc_pd(r->b.ctx, &pd2), 0);
+	assert_int_equal(u4v_rereg_mr(&md, IBV_REREG_MR_CHANGE_PD, pd2, NULL,
+				      0, 0),
+			 0);
+	assert_int_equal(run_op(r, &e, IBV_WR_RDMA_WRITE, (uintptr_t)b2, 8,
+				rkey),
+			 IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(u4v_dealloc_pd(pd2), EBUSY);
+	assert_int_equal(u4v_rereg_mr(&md, IBV_REREG_MR_CHANGE_PD, r->b.pd,
+				      NULL, 0, 0),
+			 0);
+	assert_int_equal(u4v_dealloc_pd(pd2), 0);
+	e2e_renew(r, &e);
+	assert_int_equal(run_op(r, &e, IBV_WR_RDMA_WRITE, (uintptr_t)b2, 8,
+				rkey),
+			 IBV_WC_SUCCESS);
+	/* a window bound to it holds it */
+	assert_int_equal(u4v_rereg_mr(&md, IBV_REREG_MR_CHANGE_ACCESS, NULL,
+				      NULL, 0, rw | IBV_ACCESS_MW_BIND),
+			 0);
+	assert_int_equal(u4v_alloc_mw(r->b.pd, IBV_MW_TYPE_2, &mw), 0);
+	bind_window(r, e.qb, mw, md, b2);
+	assert_int_equal(u4v_rereg_mr(&md, IBV_REREG_MR_CHANGE_ACCESS, NULL,
+				      NULL, 0, rw),
+			 EBUSY);
+	assert_int_equal(u4v_dealloc_mw(mw), 0);
+	assert_int_equal(u4v_dereg_mr(md), 0);
+	e2e_down(&e);
+	free(b2);
+}
+
+/* max_mr and max_mw are what a context can hold, not one less. */
+static void test_key_limits(void **state)
+{
+	struct u4vt_pair *r = *state;
+	static uint8_t buf[64];
+	struct u4v_mr **mrs = calloc(U4V_MAX_MR, sizeof(*mrs));
+	struct u4v_mw **mws = calloc(U4V_MAX_MW, sizeof(*mws));
+	struct u4v_mr *extra_mr;
+	struct u4v_mw *extra_mw;
+	uint32_t i;
+
+	assert_non_null(mrs);
+	assert_non_null(mws);
+	for (i = 0; i < U4V_MAX_MR; i++)
+		assert_int_equal(u4v_reg_mr(r->b.pd, buf, sizeof(buf), 0,
+					    &mrs[i]),
+				 0);
+	assert_int_equal(u4v_reg_mr(r->b.pd, buf, sizeof(buf), 0, &extra_mr),
+			 ENOMEM);
+	for (i = 0; i < U4V_MAX_MW; i++)
+		assert_int_equal(u4v_alloc_mw(r->b.pd, IBV_MW_TYPE_2, &mws[i]),
+				 0);
+	assert_int_equal(u4v_alloc_mw(r->b.pd, IBV_MW_TYPE_1, &extra_mw),
+			 ENOMEM);
+	/* every key names its own object */
+	assert_ptr_equal(u4v_mr_lookup(r->b.ctx, u4v_mr_lkey(mrs[0])), mrs[0]);
+	assert_ptr_equal(u4v_mr_lookup(r->b.ctx,
+				       u4v_mr_rkey(mrs[U4V_MAX_MR - 1])),
+			 mrs[U4V_MAX_MR - 1]);
+	/* a freed slot is taken again */
+	assert_int_equal(u4v_dereg_mr(mrs[7]), 0);
+	assert_int_equal(u4v_reg_mr(r->b.pd, buf, sizeof(buf), 0, &mrs[7]),
+			 0);
+	for (i = 0; i < U4V_MAX_MR; i++)
+		assert_int_equal(u4v_dereg_mr(mrs[i]), 0);
+	for (i = 0; i < U4V_MAX_MW; i++)
+		assert_int_equal(u4v_dealloc_mw(mws[i]), 0);
+	free(mrs);
+	free(mws);
+}
+
+/*
+ * The same QPs, connected again from RESET: with new PSNs, so that a frame
+ * of the last connection still on its way is not taken for one of this.
+ */
+static void reconnect(struct u4v_qp *qa, struct u4v_qp *qb,
+		      const struct u4vt_qp_opts *o)
+{
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	struct u4vt_qp_opts again = *o;
+	static uint32_t gen;
+
+	again.psn = (0x10000 * ++gen) & 0xffffff;
+	assert_int_equal(u4v_modify_qp(qa, &reset, IBV_QP_STATE), 0);
+	assert_int_equal(u4v_modify_qp(qb, &reset, IBV_QP_STATE), 0);
+	u4vt_qp_connect(qa, IBV_QPT_RC, u4v_qp_num(qb), &again);
+	u4vt_qp_connect(qb, IBV_QPT_RC, u4v_qp_num(qa), &again);
+}
+
+/*
+ * A receive into [addr, addr + len) under lkey on qa, a SEND of len bytes
+ * into it from qb: the receive completes with a local protection error and
+ * the sender with a remote operation error, as rxe does. The QPs are
+ * connected afresh after.
+ */
+static void recv_refused(struct u4vt_pair *r, struct u4v_qp *qa, struct u4v_qp *qb,
+			 const struct u4vt_qp_opts *o, uint64_t addr,
+			 uint32_t len, uint32_t lkey)
+{
+	static uint8_t src[4096];
+	struct u4v_mr *ms = u4vt_reg(&r->b, src, sizeof(src), 0);
+	struct ibv_wc wc;
+
+	/* accepted when posted: the MR is checked when it is written */
+	assert_int_equal(u4vt_post_recv1(qa, 6, addr, len, lkey), 0);
+	assert_int_equal(u4vt_post_send1(qb, IBV_WR_SEND, 7, IBV_SEND_SIGNALED,
+					 (uintptr_t)src, len, u4v_mr_lkey(ms),
+					 0, 0, 0),
+			 0);
+	assert_int_equal(u4vt_poll(r->b.cq, &wc, 1, 5000), 1);
+	assert_int_equal(wc.wr_id, 7);
+	assert_int_equal(wc.status, IBV_WC_REM_OP_ERR);
+	assert_int_equal(u4vt_poll(r->a.cq, &wc, 1, 5000), 1);
+	assert_int_equal(wc.wr_id, 6);
+	assert_int_equal(wc.status, IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(u4v_dereg_mr(ms), 0);
+	reconnect(qa, qb, o);
+}
+
+/*
+ * [addr, addr + len) under lkey: a SEND from it is refused when posted
+ * (EINVAL), a receive into it when a message is written (recv_refused).
+ */
+static void send_and_recv_refused(struct u4vt_pair *r, struct u4v_qp *qa,
+				  struct u4v_qp *qb,
+				  const struct u4vt_qp_opts *o, uint64_t wr_id,
+				  uint64_t addr, uint32_t len, uint32_t lkey)
+{
+	assert_int_equal(u4vt_post_send1(qa, IBV_WR_SEND, wr_id, 0, addr, len,
+					 lkey, 0, 0, 0),
+			 EINVAL);
+	recv_refused(r, qa, qb, o, addr, len, lkey);
+}
+
+/*
+ * Local checks: a send's buffers at post time (EINVAL, nothing queued); a
+ * receive's when a message is written into them.
+ */
+static void test_local_checks(void **state)
+{
+	struct u4vt_pair *r = *state;
 	static uint8_t buf[4096];
 	struct u4vt_qp_opts o;
 	struct u4v_qp *qa, *qb;
 	struct u4v_mr *ro, *rw, *other;
 	struct u4v_pd *pd2;
 	struct ibv_wc wc;
+	uint32_t lk;
 
 	u4vt_qp_opts_default(&o);
-	qa = u4vt_qp_create(&r->a, IBV_QPT_RC, &o);
-	qb = u4vt_qp_create(&r->b, IBV_QPT_RC, &o);
-	u4vt_qp_connect(qa, IBV_QPT_RC, u4v_qp_num(qb), &o);
-	u4vt_qp_connect(qb, IBV_QPT_RC, u4v_qp_num(qa), &o);
+	u4vt_qp_pair(&r->a, &r->b, IBV_QPT_RC, &o, &qa, &qb);
 	ro = u4vt_reg(&r->a, buf, 1024, 0);
 	rw = u4vt_reg(&r->a, buf + 1024, 1024, IBV_ACCESS_LOCAL_WRITE);
 	assert_int_equal(u4v_alloc_pd(r->a.ctx, &pd2), 0);
@@ -457,9 +688,7 @@ static void test_local_checks_at_post(void **state)
 					  (uintptr_t)buf, u4v_mr_lkey(ro), 0,
 					  0, 1, 0),
 			 EINVAL);
-	assert_int_equal(u4vt_post_recv1(qa, 1, (uintptr_t)buf, 8,
-					 u4v_mr_lkey(ro)),
-			 EINVAL);
+	recv_refused(r, qa, qb, &o, (uintptr_t)buf, 8, u4v_mr_lkey(ro));
 	/* a SEND from a read-only MR is fine */
 	{
 		static uint8_t bbuf[64];
@@ -484,37 +713,18 @@ static void test_local_checks_at_post(void **state)
 	}
 	/* one byte past the MR, one byte before */
 	assert_int_equal(u4vt_post_send1(qa, IBV_WR_SEND, 3, 0,
-					 (uintptr_t)buf + 1024, 1025,
-					 u4v_mr_lkey(rw), 0, 0, 0),
-			 EINVAL);
-	assert_int_equal(u4vt_post_send1(qa, IBV_WR_SEND, 3, 0,
 					 (uintptr_t)buf + 1023, 2,
 					 u4v_mr_lkey(rw), 0, 0, 0),
 			 EINVAL);
-	assert_int_equal(u4vt_post_recv1(qa, 3, (uintptr_t)buf + 1024, 1025,
-					 u4v_mr_lkey(rw)),
-			 EINVAL);
+	send_and_recv_refused(r, qa, qb, &o, 3, (uintptr_t)buf + 1024, 1025,
+			      u4v_mr_lkey(rw));
 	/* an MR of another PD */
-	assert_int_equal(u4vt_post_send1(qa, IBV_WR_SEND, 4, 0,
-					 (uintptr_t)buf + 2048, 8,
-					 u4v_mr_lkey(other), 0, 0, 0),
-			 EINVAL);
-	assert_int_equal(u4vt_post_recv1(qa, 4, (uintptr_t)buf + 2048, 8,
-					 u4v_mr_lkey(other)),
-			 EINVAL);
+	send_and_recv_refused(r, qa, qb, &o, 4, (uintptr_t)buf + 2048, 8,
+			      u4v_mr_lkey(other));
 	/* a deregistered lkey */
-	{
-		uint32_t lk = u4v_mr_lkey(rw);
-
-		assert_int_equal(u4v_dereg_mr(rw), 0);
-		assert_int_equal(u4vt_post_send1(qa, IBV_WR_SEND, 5, 0,
-						 (uintptr_t)buf + 1024, 8, lk,
-						 0, 0, 0),
-				 EINVAL);
-		assert_int_equal(u4vt_post_recv1(qa, 5, (uintptr_t)buf + 1024,
-						 8, lk),
-				 EINVAL);
-	}
+	lk = u4v_mr_lkey(rw);
+	assert_int_equal(u4v_dereg_mr(rw), 0);
+	send_and_recv_refused(r, qa, qb, &o, 5, (uintptr_t)buf + 1024, 8, lk);
 	assert_int_equal(u4vt_poll(r->a.cq, &wc, 1, 50), 0);
 	assert_int_equal(u4v_dealloc_pd(pd2), EBUSY);
 	assert_int_equal(u4v_dereg_mr(other), 0);
@@ -537,7 +747,11 @@ int main(void)
 						rig_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_remote_checks_on_the_wire,
 						rig_setup, rig_teardown),
-		cmocka_unit_test_setup_teardown(test_local_checks_at_post,
+		cmocka_unit_test_setup_teardown(test_rereg, rig_setup,
+						rig_teardown),
+		cmocka_unit_test_setup_teardown(test_key_limits, rig_setup,
+						rig_teardown),
+		cmocka_unit_test_setup_teardown(test_local_checks,
 						rig_setup, rig_teardown),
 	};
 

@@ -23,16 +23,20 @@
 
 static const enum ibv_qp_type qpts[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
 
+/* A bind comes before the invalidation of what it bound. */
 static const enum ibv_wr_opcode std_ops[] = {
-	IBV_WR_SEND,	    IBV_WR_SEND_WITH_IMM,	 IBV_WR_RDMA_WRITE,
-	IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ,
-	IBV_WR_ATOMIC_CMP_AND_SWP,  IBV_WR_ATOMIC_FETCH_AND_ADD,
+	IBV_WR_SEND,		    IBV_WR_SEND_WITH_IMM,
+	IBV_WR_RDMA_WRITE,	    IBV_WR_RDMA_WRITE_WITH_IMM,
+	IBV_WR_RDMA_READ,	    IBV_WR_ATOMIC_CMP_AND_SWP,
+	IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_BIND_MW,
+	IBV_WR_LOCAL_INV,	    IBV_WR_SEND_WITH_INV,
 };
+#define NSTD (sizeof(std_ops) / sizeof(std_ops[0]))
 
 /* Opcodes the device does not implement on any QP type. */
 static const enum ibv_wr_opcode other_ops[] = {
-	IBV_WR_LOCAL_INV, IBV_WR_BIND_MW, IBV_WR_SEND_WITH_INV, IBV_WR_TSO,
-	IBV_WR_DRIVER1,	  (enum ibv_wr_opcode)99, (enum ibv_wr_opcode)-1,
+	IBV_WR_TSO, IBV_WR_DRIVER1, IBV_WR_ATOMIC_WRITE,
+	(enum ibv_wr_opcode)99, (enum ibv_wr_opcode)-1,
 };
 
 /* ibv_post_send(3), written out. */
@@ -44,6 +48,9 @@ static bool spec_allowed(enum ibv_qp_type t, enum ibv_wr_opcode op)
 		return t == IBV_QPT_RC || t == IBV_QPT_UC || t == IBV_QPT_UD;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_LOCAL_INV:
+	case IBV_WR_BIND_MW:
+	case IBV_WR_SEND_WITH_INV:
 		return t == IBV_QPT_RC || t == IBV_QPT_UC;
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
@@ -60,7 +67,7 @@ static void test_table_matrix(void **state)
 
 	(void)state;
 	for (t = 0; t < 3; t++) {
-		for (o = 0; o < sizeof(std_ops) / sizeof(std_ops[0]); o++)
+		for (o = 0; o < NSTD; o++)
 			if (u4w_wr_allowed(qpts[t], std_ops[o]) !=
 			    spec_allowed(qpts[t], std_ops[o]))
 				fail_msg("qpt %d op %d: allowed %d", qpts[t],
@@ -70,7 +77,7 @@ static void test_table_matrix(void **state)
 			assert_false(u4w_wr_allowed(qpts[t], other_ops[o]));
 	}
 	/* QP types the device does not have allow nothing */
-	for (o = 0; o < sizeof(std_ops) / sizeof(std_ops[0]); o++) {
+	for (o = 0; o < NSTD; o++) {
 		assert_false(u4w_wr_allowed(IBV_QPT_RAW_PACKET, std_ops[o]));
 		assert_false(u4w_wr_allowed(IBV_QPT_XRC_SEND, std_ops[o]));
 		assert_false(u4w_wr_allowed(IBV_QPT_DRIVER, std_ops[o]));
@@ -91,6 +98,8 @@ static void test_frame_op_sequence(void **state)
 		  U4W_WRITE_MIDDLE, U4W_WRITE_LAST },
 		{ IBV_WR_RDMA_WRITE_WITH_IMM, U4W_WRITE_ONLY_IMM,
 		  U4W_WRITE_FIRST, U4W_WRITE_MIDDLE, U4W_WRITE_LAST_IMM },
+		{ IBV_WR_SEND_WITH_INV, U4W_SEND_ONLY_INV, U4W_SEND_FIRST,
+		  U4W_SEND_MIDDLE, U4W_SEND_LAST_INV },
 	};
 	size_t s;
 	uint32_t n, i;
@@ -126,7 +135,9 @@ static void test_frame_op_sequence(void **state)
 	}
 	/* every frame op is legal on the wire for the QP types that allow
 	 * the WR opcode, and for no other */
-	for (s = 0; s < sizeof(std_ops) / sizeof(std_ops[0]); s++)
+	for (s = 0; s < NSTD; s++) {
+		if (u4w_wr_flags(std_ops[s]) & U4W_WRF_LOCAL)
+			continue;
 		for (size_t t = 0; t < 3; t++)
 			for (n = 1; n <= 3; n++)
 				for (i = 0; i < n; i++) {
@@ -142,6 +153,57 @@ static void test_frame_op_sequence(void **state)
 						continue;
 					assert_non_null(u4w_opinfo(code));
 				}
+	}
+}
+
+/*
+ * Every row of the work-request table agrees with itself: its frame ops
+ * are requests of the kind its flags say, legal on every transport it is
+ * allowed on, and its name is set.
+ */
+static void test_wr_table_rows(void **state)
+{
+	size_t s, t, p;
+
+	(void)state;
+	for (s = 0; s < NSTD; s++) {
+		const struct u4w_wrinfo *info = u4w_wrinfo(std_ops[s]);
+
+		assert_non_null(info);
+		assert_non_null(info->name);
+		if (info->flags & U4W_WRF_LOCAL) { /* no frames at all */
+			for (p = 0; p < 4; p++)
+				assert_int_equal(info->frame_op[p],
+						 U4W_NUM_OPS);
+			assert_false(info->flags & ~(U4W_WRF_LOCAL |
+						     U4W_WRF_INV));
+			continue;
+		}
+		for (p = 0; p < 4; p++) {
+			const struct u4w_opinfo *fo =
+				&u4w_ops[info->frame_op[p]];
+
+			assert_true(fo->flags & U4W_OPF_REQUEST);
+			assert_int_equal(!!(fo->flags & U4W_OPF_PAYLOAD),
+					 !!(info->flags & U4W_WRF_PAYLOAD));
+			if (info->flags & U4W_WRF_RESPONSE)
+				assert_true(fo->flags &
+					    (U4W_OPF_READ | U4W_OPF_ATOMIC));
+			for (t = 0; t < 3; t++)
+				if (info->qp_types & u4w_qpt_bit(qpts[t]))
+					assert_true(fo->transports &
+						    u4w_qpt_bit(qpts[t]));
+		}
+		/* immediate and invalidated key travel on the last frame */
+		assert_int_equal(!!(u4w_ops[info->frame_op[U4W_POS_LAST]].flags &
+				    U4W_OPF_IMM),
+				 !!(info->flags & U4W_WRF_IMM));
+		assert_int_equal(!!(u4w_ops[info->frame_op[U4W_POS_LAST]].flags &
+				    U4W_OPF_INV),
+				 !!(info->flags & U4W_WRF_INV));
+	}
+	for (s = 0; s < sizeof(other_ops) / sizeof(other_ops[0]); s++)
+		assert_null(u4w_wrinfo(other_ops[s]));
 }
 
 static void test_wc_opcode(void **state)
@@ -157,6 +219,9 @@ static void test_wc_opcode(void **state)
 			 IBV_WC_COMP_SWAP);
 	assert_int_equal(u4w_wc_opcode(IBV_WR_ATOMIC_FETCH_AND_ADD),
 			 IBV_WC_FETCH_ADD);
+	assert_int_equal(u4w_wc_opcode(IBV_WR_BIND_MW), IBV_WC_BIND_MW);
+	assert_int_equal(u4w_wc_opcode(IBV_WR_LOCAL_INV), IBV_WC_LOCAL_INV);
+	assert_int_equal(u4w_wc_opcode(IBV_WR_SEND_WITH_INV), IBV_WC_SEND);
 }
 
 /* ---- through u4v_post_send on real QPs ---------------------------------- */
@@ -164,13 +229,16 @@ static void test_wc_opcode(void **state)
 #define BUF 65536
 
 struct rig {
-	const char *shm;
-	struct u4vt_end a, b;
-	struct u4vt_qp_opts o;
+	struct u4vt_pair p; /* the ends (no QPs: one pair per type below) */
 	struct u4v_qp *qa[3], *qb[3];
 	uint8_t *la, *rb;
 	struct u4v_mr *ma, *mb;
 	struct u4v_ah *ah;
+	/* per QP type: a window of a's to bind and invalidate locally, one
+	 * of b's bound through qb for a SEND with invalidate */
+	struct u4v_mw *mwa[3], *mwb[3];
+	uint32_t bound_a[3], bound_b[3];
+	struct ibv_mr ibma; /* ma as a bind names it */
 };
 
 static void drain(struct u4v_cq *cq)
@@ -181,31 +249,47 @@ static void drain(struct u4v_cq *cq)
 		;
 }
 
+/* A type 2 window of b's, bound through qb[t], and one of a's unbound. */
+static void bind_b(struct rig *r, size_t t)
+{
+	struct ibv_mr mr = { .lkey = u4v_mr_lkey(r->mb) };
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_wc wc;
+
+	assert_int_equal(u4v_alloc_mw(r->p.a.pd, IBV_MW_TYPE_2, &r->mwa[t]), 0);
+	assert_int_equal(u4v_alloc_mw(r->p.b.pd, IBV_MW_TYPE_2, &r->mwb[t]), 0);
+	r->bound_b[t] = ibv_inc_rkey(u4v_mw_ibv(r->mwb[t])->rkey);
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = u4v_mw_ibv(r->mwb[t]);
+	wr.bind_mw.rkey = r->bound_b[t];
+	wr.bind_mw.bind_info.mr = &mr;
+	wr.bind_mw.bind_info.addr = (uintptr_t)r->rb;
+	wr.bind_mw.bind_info.length = 64;
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+	assert_int_equal(u4v_post_send(r->qb[t], &wr, &bad), 0);
+	assert_int_equal(u4vt_poll(r->p.b.cq, &wc, 1, 5000), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+}
+
 static int rig_setup(void **state)
 {
 	struct rig *r = calloc(1, sizeof(*r));
-	struct ibv_ah_attr ah = { 0 };
 	size_t t;
 	int i;
 
 	assert_non_null(r);
-	r->shm = u4vt_shm_name("matrix");
-	u4vt_cable_create(r->shm, NULL);
-	u4vt_end_open(&r->a, r->shm, 0);
-	u4vt_end_open(&r->b, r->shm, 1);
-	u4vt_qp_opts_default(&r->o);
-	r->o.max_send_wr = 64;
+	u4vt_pair_ends(&r->p, "matrix", NULL, -1);
+	r->p.o.max_send_wr = 64;
 	r->la = calloc(1, BUF);
 	r->rb = calloc(1, BUF);
-	r->ma = u4vt_reg(&r->a, r->la, BUF, U4VT_ACCESS_ALL);
-	r->mb = u4vt_reg(&r->b, r->rb, BUF, U4VT_ACCESS_ALL);
+	r->ma = u4vt_reg(&r->p.a, r->la, BUF,
+			 U4VT_ACCESS_ALL | IBV_ACCESS_MW_BIND);
+	r->mb = u4vt_reg(&r->p.b, r->rb, BUF,
+			 U4VT_ACCESS_ALL | IBV_ACCESS_MW_BIND);
 	for (t = 0; t < 3; t++) {
-		r->qa[t] = u4vt_qp_create(&r->a, qpts[t], &r->o);
-		r->qb[t] = u4vt_qp_create(&r->b, qpts[t], &r->o);
-		u4vt_qp_connect(r->qa[t], qpts[t], u4v_qp_num(r->qb[t]),
-				&r->o);
-		u4vt_qp_connect(r->qb[t], qpts[t], u4v_qp_num(r->qa[t]),
-				&r->o);
+		u4vt_qp_pair(&r->p.a, &r->p.b, qpts[t], &r->p.o, &r->qa[t],
+			     &r->qb[t]);
 		for (i = 0; i < 200; i++)
 			assert_int_equal(u4vt_post_recv1(r->qb[t], 1000 + i,
 							 (uintptr_t)r->rb +
@@ -213,9 +297,10 @@ static int rig_setup(void **state)
 							 BUF / 2,
 							 u4v_mr_lkey(r->mb)),
 					 0);
+		if (qpts[t] != IBV_QPT_UD)
+			bind_b(r, t);
 	}
-	ah.port_num = 1;
-	assert_int_equal(u4v_create_ah(r->a.pd, &ah, &r->ah), 0);
+	r->ah = u4vt_ah(r->p.a.pd);
 	*state = r;
 	return 0;
 }
@@ -226,15 +311,17 @@ static int rig_teardown(void **state)
 	size_t t;
 
 	for (t = 0; t < 3; t++) {
+		if (r->mwa[t])
+			assert_int_equal(u4v_dealloc_mw(r->mwa[t]), 0);
+		if (r->mwb[t])
+			assert_int_equal(u4v_dealloc_mw(r->mwb[t]), 0);
 		u4v_destroy_qp(r->qa[t]);
 		u4v_destroy_qp(r->qb[t]);
 	}
 	u4v_destroy_ah(r->ah);
 	u4v_dereg_mr(r->ma);
 	u4v_dereg_mr(r->mb);
-	u4vt_end_close(&r->a);
-	u4vt_end_close(&r->b);
-	u4l_sim_destroy(r->shm);
+	u4vt_pair_down(&r->p);
 	free(r->la);
 	free(r->rb);
 	free(r);
@@ -270,6 +357,20 @@ static void make_wr(struct rig *r, size_t t, enum ibv_wr_opcode op,
 		wr->wr.rdma.remote_addr = (uintptr_t)r->rb + 128;
 		wr->wr.rdma.rkey = u4v_mr_rkey(r->mb);
 	}
+	if (op == IBV_WR_BIND_MW && r->mwa[t]) {
+		r->ibma.lkey = u4v_mr_lkey(r->ma);
+		r->bound_a[t] = ibv_inc_rkey(u4v_mw_ibv(r->mwa[t])->rkey);
+		wr->bind_mw.mw = u4v_mw_ibv(r->mwa[t]);
+		wr->bind_mw.rkey = r->bound_a[t];
+		wr->bind_mw.bind_info.mr = &r->ibma;
+		wr->bind_mw.bind_info.addr = (uintptr_t)r->la;
+		wr->bind_mw.bind_info.length = 64;
+		wr->bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+	}
+	if (op == IBV_WR_LOCAL_INV)
+		wr->invalidate_rkey = r->bound_a[t];
+	if (op == IBV_WR_SEND_WITH_INV)
+		wr->invalidate_rkey = r->bound_b[t];
 }
 
 static void test_post_each_opcode(void **state)
@@ -279,11 +380,11 @@ static void test_post_each_opcode(void **state)
 	uint64_t id = 1;
 
 	for (t = 0; t < 3; t++) {
-		for (o = 0; o < sizeof(std_ops) / sizeof(std_ops[0]) +
-				       sizeof(other_ops) / sizeof(other_ops[0]);
+		for (o = 0;
+		     o < NSTD + sizeof(other_ops) / sizeof(other_ops[0]);
 		     o++) {
 			enum ibv_wr_opcode op =
-				o < 7 ? std_ops[o] : other_ops[o - 7];
+				o < NSTD ? std_ops[o] : other_ops[o - NSTD];
 			struct ibv_send_wr wr, *bad = (void *)0x1;
 			struct ibv_sge sge;
 			struct ibv_wc wc;
@@ -297,7 +398,7 @@ static void test_post_each_opcode(void **state)
 				if (ret)
 					fail_msg("qpt %d op %d refused: %d",
 						 qpts[t], op, ret);
-				assert_int_equal(u4vt_poll(r->a.cq, &wc, 1,
+				assert_int_equal(u4vt_poll(r->p.a.cq, &wc, 1,
 							   5000),
 						 1);
 				assert_int_equal(wc.wr_id, id);
@@ -309,12 +410,12 @@ static void test_post_each_opcode(void **state)
 						 "EINVAL",
 						 qpts[t], op, ret);
 				assert_ptr_equal(bad, &wr);
-				assert_int_equal(u4vt_poll(r->a.cq, &wc, 1, 30),
+				assert_int_equal(u4vt_poll(r->p.a.cq, &wc, 1, 30),
 						 0);
 			}
 			id++;
 		}
-		drain(r->b.cq);
+		drain(r->p.b.cq);
 	}
 }
 
@@ -326,7 +427,7 @@ static void test_post_list_partial(void **state)
 
 	for (t = 0; t < 3; t++) {
 		enum ibv_wr_opcode refused = qpts[t] == IBV_QPT_RC ?
-						     IBV_WR_BIND_MW :
+						     IBV_WR_TSO :
 					     qpts[t] == IBV_QPT_UC ?
 						     IBV_WR_RDMA_READ :
 						     IBV_WR_RDMA_WRITE;
@@ -345,16 +446,16 @@ static void test_post_list_partial(void **state)
 		assert_int_equal(u4v_post_send(r->qa[t], &wr[0], &bad), EINVAL);
 		assert_int_equal(errno, 0);
 		assert_ptr_equal(bad, &wr[2]);
-		assert_int_equal(u4vt_poll(r->a.cq, wc, 2, 5000), 2);
+		assert_int_equal(u4vt_poll(r->p.a.cq, wc, 2, 5000), 2);
 		assert_int_equal(wc[0].wr_id, 11);
 		assert_int_equal(wc[1].wr_id, 12);
 		assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
 		assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
-		assert_int_equal(u4vt_poll(r->a.cq, wc, 1, 100), 0);
+		assert_int_equal(u4vt_poll(r->p.a.cq, wc, 1, 100), 0);
 		/* the receiver got exactly two messages */
-		assert_int_equal(u4vt_poll(r->b.cq, wc, 2, 5000), 2);
+		assert_int_equal(u4vt_poll(r->p.b.cq, wc, 2, 5000), 2);
 		assert_true(wc[1].wc_flags & IBV_WC_WITH_IMM);
-		assert_int_equal(u4vt_poll(r->b.cq, wc, 1, 100), 0);
+		assert_int_equal(u4vt_poll(r->p.b.cq, wc, 1, 100), 0);
 	}
 }
 
@@ -371,7 +472,7 @@ static void test_post_other_refusals(void **state)
 	make_wr(r, 0, IBV_WR_SEND, 1, &wr, &sge[0]);
 	for (i = 1; i < 20; i++)
 		sge[i] = sge[0];
-	wr.num_sge = (int)r->o.max_sge + 1;
+	wr.num_sge = (int)r->p.o.max_sge + 1;
 	errno = 0;
 	bad = NULL;
 	assert_int_equal(u4v_post_send(r->qa[0], &wr, &bad), EINVAL);
@@ -392,7 +493,7 @@ static void test_post_other_refusals(void **state)
 	/* inline over max_inline */
 	make_wr(r, 0, IBV_WR_SEND, 4, &wr, &sge[0]);
 	wr.send_flags |= IBV_SEND_INLINE;
-	sge[0].length = r->o.max_inline + 1;
+	sge[0].length = r->p.o.max_inline + 1;
 	assert_int_equal(u4v_post_send(r->qa[0], &wr, &bad), EINVAL);
 	/* bad lkey, SGE outside its MR */
 	make_wr(r, 0, IBV_WR_RDMA_WRITE, 5, &wr, &sge[0]);
@@ -420,7 +521,7 @@ static void test_post_other_refusals(void **state)
 	wr.wr.ud.remote_qpn = 0;
 	assert_int_equal(u4v_post_send(r->qa[2], &wr, &bad), EINVAL);
 	assert_int_equal(errno, 0);
-	assert_int_equal(u4vt_poll(r->a.cq, &wc, 1, 100), 0);
+	assert_int_equal(u4vt_poll(r->p.a.cq, &wc, 1, 100), 0);
 	/* NULL wr: EINVAL, nothing else */
 	assert_int_equal(u4v_post_send(r->qa[0], NULL, &bad), EINVAL);
 }
@@ -432,13 +533,13 @@ static void test_post_sq_full(void **state)
 	struct ibv_send_wr wr[65], *bad = NULL;
 	struct ibv_sge sge[65];
 	struct ibv_wc wc[65];
-	struct u4vt_qp_opts o = r->o;
+	struct u4vt_qp_opts o = r->p.o;
 	struct u4v_qp *q;
 	int i;
 
 	/* an SQD QP keeps what it is given: nothing drains meanwhile */
 	o.max_send_wr = 8;
-	q = u4vt_qp_create(&r->a, IBV_QPT_UC, &o);
+	q = u4vt_qp_create(&r->p.a, IBV_QPT_UC, &o);
 	u4vt_qp_connect(q, IBV_QPT_UC, u4v_qp_num(r->qb[1]), &o);
 	{
 		struct ibv_qp_attr a = { .qp_state = IBV_QPS_SQD };
@@ -458,7 +559,7 @@ static void test_post_sq_full(void **state)
 
 		assert_int_equal(u4v_modify_qp(q, &a, IBV_QP_STATE), 0);
 	}
-	assert_int_equal(u4vt_poll(r->a.cq, wc, 9, 3000), 8);
+	assert_int_equal(u4vt_poll(r->p.a.cq, wc, 9, 3000), 8);
 	for (i = 0; i < 8; i++)
 		assert_int_equal(wc[i].wr_id, 100 + i);
 	assert_int_equal(u4v_destroy_qp(q), 0);
@@ -469,6 +570,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table_matrix),
 		cmocka_unit_test(test_frame_op_sequence),
+		cmocka_unit_test(test_wr_table_rows),
 		cmocka_unit_test(test_wc_opcode),
 		cmocka_unit_test_setup_teardown(test_post_each_opcode,
 						rig_setup, rig_teardown),

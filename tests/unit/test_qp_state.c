@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -88,9 +89,7 @@ static const struct spec table[] = {
 };
 
 struct rig {
-	const char *shm;
-	struct u4vt_end a, b;
-	struct u4vt_qp_opts o;
+	struct u4vt_pair p;	/* no QPs of its own */
 	struct u4v_qp *peer[3]; /* on end b: a live destination */
 };
 
@@ -99,15 +98,12 @@ static int rig_setup(void **state)
 	struct rig *r = calloc(1, sizeof(*r));
 	int t;
 
-	r->shm = u4vt_shm_name("state");
-	u4vt_cable_create(r->shm, NULL);
-	u4vt_end_open(&r->a, r->shm, 0);
-	u4vt_end_open(&r->b, r->shm, 1);
-	u4vt_qp_opts_default(&r->o);
-	r->o.max_send_wr = 16;
-	r->o.max_recv_wr = 16;
+	assert_non_null(r);
+	u4vt_pair_ends(&r->p, "state", NULL, -1);
+	r->p.o.max_send_wr = 16;
+	r->p.o.max_recv_wr = 16;
 	for (t = 0; t < 3; t++)
-		r->peer[t] = u4vt_qp_create(&r->b, qpts[t], &r->o);
+		r->peer[t] = u4vt_qp_create(&r->p.b, qpts[t], &r->p.o);
 	*state = r;
 	return 0;
 }
@@ -119,9 +115,7 @@ static int rig_teardown(void **state)
 
 	for (t = 0; t < 3; t++)
 		u4v_destroy_qp(r->peer[t]);
-	u4vt_end_close(&r->a);
-	u4vt_end_close(&r->b);
-	u4l_sim_destroy(r->shm);
+	u4vt_pair_down(&r->p);
 	free(r);
 	return 0;
 }
@@ -179,7 +173,7 @@ static struct u4v_qp *qp_in(struct rig *r, int t, enum ibv_qp_state s)
 {
 	static const enum ibv_qp_state path[] = { IBV_QPS_INIT, IBV_QPS_RTR,
 						  IBV_QPS_RTS, IBV_QPS_SQD };
-	struct u4v_qp *qp = u4vt_qp_create(&r->a, qpts[t], &r->o);
+	struct u4v_qp *qp = u4vt_qp_create(&r->p.a, qpts[t], &r->p.o);
 	enum ibv_qp_state cur = IBV_QPS_RESET;
 	size_t i;
 
@@ -207,37 +201,44 @@ static void check_state(struct u4v_qp *qp, enum ibv_qp_state s)
 	assert_int_equal(a.qp_state, s);
 }
 
-static void test_legal_transitions(void **state)
+/* fn for every QP type and every transition of the table. */
+static void each_transition(struct rig *r,
+			    void (*fn)(struct rig *r, int t,
+				       const struct spec *sp, const void *arg),
+			    const void *arg)
 {
-	struct rig *r = *state;
 	size_t i;
 	int t;
 
 	for (t = 0; t < 3; t++)
-		for (i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-			const struct spec *sp = &table[i];
-			struct u4v_qp *qp = qp_in(r, t, sp->from);
-			int ret;
+		for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+			fn(r, t, &table[i], arg);
+}
 
-			/* required only, then required + all optional */
-			ret = modify(r, qp, t, sp->to, sp->req[t]);
-			if (ret)
-				fail_msg("qpt %d %d->%d with required mask: "
-					 "%d",
-					 qpts[t], sp->from, sp->to, ret);
-			check_state(qp, sp->to);
-			assert_int_equal(u4v_destroy_qp(qp), 0);
-			qp = qp_in(r, t, sp->from);
-			ret = modify(r, qp, t, sp->to,
-				     sp->req[t] | sp->opt[t]);
-			if (ret)
-				fail_msg("qpt %d %d->%d with optional mask "
-					 "0x%x: %d",
-					 qpts[t], sp->from, sp->to,
-					 sp->req[t] | sp->opt[t], ret);
-			check_state(qp, sp->to);
-			assert_int_equal(u4v_destroy_qp(qp), 0);
-		}
+/* A fresh QP of type t in sp's from-state moves to its to-state with mask. */
+static void moves(struct rig *r, int t, const struct spec *sp, int mask)
+{
+	struct u4v_qp *qp = qp_in(r, t, sp->from);
+	int ret = modify(r, qp, t, sp->to, mask);
+
+	if (ret)
+		fail_msg("qpt %d %d->%d with mask 0x%x: %d", qpts[t], sp->from,
+			 sp->to, mask, ret);
+	check_state(qp, sp->to);
+	assert_int_equal(u4v_destroy_qp(qp), 0);
+}
+
+/* With the required mask only, then with every optional attribute too. */
+static void legal(struct rig *r, int t, const struct spec *sp, const void *arg)
+{
+	(void)arg;
+	moves(r, t, sp, sp->req[t]);
+	moves(r, t, sp, sp->req[t] | sp->opt[t]);
+}
+
+static void test_legal_transitions(void **state)
+{
+	each_transition(*state, legal, NULL);
 }
 
 static void test_to_reset_and_err_from_anywhere(void **state)
@@ -280,61 +281,66 @@ static void test_to_reset_and_err_from_anywhere(void **state)
 		}
 }
 
+/* What a refusal tries: each mask bad() makes of one attribute bit. */
+struct refusal {
+	const char *what;
+	bool (*bad)(const struct spec *sp, int t, int bit, int *mask);
+};
+
+/* Each mask is refused (EINVAL) and leaves a QP in sp's from-state there. */
+static void refuses(struct rig *r, int t, const struct spec *sp,
+		    const void *arg)
+{
+	const struct refusal *rf = arg;
+	struct u4v_qp *qp = qp_in(r, t, sp->from);
+	int b, mask;
+
+	for (b = 0; b < 31; b++) {
+		int bit = 1 << b;
+
+		if (!rf->bad(sp, t, bit, &mask))
+			continue;
+		if (modify(r, qp, t, sp->to, mask) != EINVAL)
+			fail_msg("qpt %d %d->%d %s 0x%x accepted", qpts[t],
+				 sp->from, sp->to, rf->what, bit);
+		check_state(qp, sp->from);
+	}
+	assert_int_equal(u4v_destroy_qp(qp), 0);
+}
+
+/* The required mask less one of its bits. */
+static bool without_required(const struct spec *sp, int t, int bit, int *mask)
+{
+	*mask = sp->req[t] & ~bit;
+	return sp->req[t] & bit;
+}
+
+/* The required mask and an attribute neither required nor optional. */
+static bool with_forbidden(const struct spec *sp, int t, int bit, int *mask)
+{
+	size_t u;
+
+	*mask = sp->req[t] | bit;
+	if ((sp->req[t] | sp->opt[t] | LENIENT) & bit)
+		return false;
+	for (u = 0; u < sizeof(universe) / sizeof(universe[0]); u++)
+		if (universe[u] == bit)
+			return true;
+	return false;
+}
+
 static void test_missing_required(void **state)
 {
-	struct rig *r = *state;
-	size_t i, b;
-	int t;
+	static const struct refusal rf = {"without", without_required};
 
-	for (t = 0; t < 3; t++)
-		for (i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-			const struct spec *sp = &table[i];
-			struct u4v_qp *qp = qp_in(r, t, sp->from);
-
-			for (b = 0; b < 32; b++) {
-				int bit = (int)(1u << b);
-
-				if (!(sp->req[t] & bit))
-					continue;
-				if (modify(r, qp, t, sp->to,
-					   sp->req[t] & ~bit) != EINVAL)
-					fail_msg("qpt %d %d->%d without 0x%x "
-						 "accepted",
-						 qpts[t], sp->from, sp->to,
-						 bit);
-				check_state(qp, sp->from);
-			}
-			assert_int_equal(u4v_destroy_qp(qp), 0);
-		}
+	each_transition(*state, refuses, &rf);
 }
 
 static void test_forbidden_attribute(void **state)
 {
-	struct rig *r = *state;
-	size_t i, b;
-	int t;
+	static const struct refusal rf = {"with forbidden", with_forbidden};
 
-	for (t = 0; t < 3; t++)
-		for (i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-			const struct spec *sp = &table[i];
-			struct u4v_qp *qp = qp_in(r, t, sp->from);
-
-			for (b = 0; b < sizeof(universe) / sizeof(universe[0]);
-			     b++) {
-				int bit = universe[b];
-
-				if ((sp->req[t] | sp->opt[t] | LENIENT) & bit)
-					continue;
-				if (modify(r, qp, t, sp->to,
-					   sp->req[t] | bit) != EINVAL)
-					fail_msg("qpt %d %d->%d with forbidden "
-						 "0x%x accepted",
-						 qpts[t], sp->from, sp->to,
-						 bit);
-				check_state(qp, sp->from);
-			}
-			assert_int_equal(u4v_destroy_qp(qp), 0);
-		}
+	each_transition(*state, refuses, &rf);
 }
 
 static void test_ud_path_mtu_refused(void **state)
@@ -499,7 +505,7 @@ static void test_err_flushes(void **state)
 						  IBV_QPS_RTS, IBV_QPS_SQD };
 	struct rig *r = *state;
 	static uint8_t buf[4096];
-	struct u4v_mr *mr = u4vt_reg(&r->a, buf, sizeof(buf), U4VT_ACCESS_ALL);
+	struct u4v_mr *mr = u4vt_reg(&r->p.a, buf, sizeof(buf), U4VT_ACCESS_ALL);
 	uint32_t lk = u4v_mr_lkey(mr);
 	size_t i;
 	int t;
@@ -537,25 +543,25 @@ static void test_err_flushes(void **state)
 				n = 5;
 			}
 			assert_int_equal(modify(r, qp, t, IBV_QPS_ERR, 0), 0);
-			expect_flushed(r->a.cq, u4v_qp_num(qp), ids, n);
+			expect_flushed(r->p.a.cq, u4v_qp_num(qp), ids, n);
 			/* posting to an ERR QP: accepted and flushed */
 			assert_int_equal(u4vt_post_recv1(qp, 6, (uintptr_t)buf,
 							 64, lk),
 					 0);
 			ids[0] = 6;
-			expect_flushed(r->a.cq, u4v_qp_num(qp), ids, 1);
+			expect_flushed(r->p.a.cq, u4v_qp_num(qp), ids, 1);
 			assert_int_equal(u4vt_post_send1(qp, IBV_WR_SEND, 7, 0,
 							 (uintptr_t)buf, 8, lk,
 							 0, 0, 0),
 					 t == UD ? EINVAL : 0);
 			if (t != UD) {
 				ids[0] = 7;
-				expect_flushed(r->a.cq, u4v_qp_num(qp), ids,
+				expect_flushed(r->p.a.cq, u4v_qp_num(qp), ids,
 					       1);
 			}
 			/* → RESET: nothing more completes */
 			assert_int_equal(modify(r, qp, t, IBV_QPS_RESET, 0), 0);
-			assert_int_equal(u4vt_poll(r->a.cq,
+			assert_int_equal(u4vt_poll(r->p.a.cq,
 						   (struct ibv_wc[1]){ 0 }, 1,
 						   30),
 					 0);
@@ -566,41 +572,40 @@ static void test_err_flushes(void **state)
 
 static void test_post_in_wrong_state(void **state)
 {
+	/* receives may be posted from INIT on; sends from RTS */
+	static const struct {
+		enum ibv_qp_state s;
+		int recv, send;
+	} at[] = {
+	    {IBV_QPS_RESET, EINVAL, EINVAL},
+	    {IBV_QPS_INIT, 0, EINVAL},
+	    {IBV_QPS_RTR, 0, EINVAL},
+	};
 	struct rig *r = *state;
 	static uint8_t buf[64];
-	struct u4v_mr *mr = u4vt_reg(&r->a, buf, sizeof(buf), U4VT_ACCESS_ALL);
+	struct u4v_mr *mr = u4vt_reg(&r->p.a, buf, sizeof(buf), U4VT_ACCESS_ALL);
 	uint32_t lk = u4v_mr_lkey(mr);
+	size_t i;
 	int t;
 
 	for (t = 0; t < 2; t++) {
 		struct u4v_qp *qp = qp_in(r, t, IBV_QPS_RESET);
 
 		errno = 0;
-		assert_int_equal(u4vt_post_recv1(qp, 1, (uintptr_t)buf, 8, lk),
-				 EINVAL);
-		assert_int_equal(u4vt_post_send1(qp, IBV_WR_SEND, 1, 0,
-						 (uintptr_t)buf, 8, lk, 0, 0,
-						 0),
-				 EINVAL);
-		assert_int_equal(modify(r, qp, t, IBV_QPS_INIT,
-					find(IBV_QPS_RESET,
-					     IBV_QPS_INIT)->req[t]),
-				 0);
-		/* receives may be posted from INIT on; sends from RTS */
-		assert_int_equal(u4vt_post_recv1(qp, 1, (uintptr_t)buf, 8, lk),
-				 0);
-		assert_int_equal(u4vt_post_send1(qp, IBV_WR_SEND, 1, 0,
-						 (uintptr_t)buf, 8, lk, 0, 0,
-						 0),
-				 EINVAL);
-		assert_int_equal(modify(r, qp, t, IBV_QPS_RTR,
-					find(IBV_QPS_INIT,
-					     IBV_QPS_RTR)->req[t]),
-				 0);
-		assert_int_equal(u4vt_post_send1(qp, IBV_WR_SEND, 1, 0,
-						 (uintptr_t)buf, 8, lk, 0, 0,
-						 0),
-				 EINVAL);
+		for (i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+			if (i)
+				assert_int_equal(
+				    modify(r, qp, t, at[i].s,
+					   find(at[i - 1].s, at[i].s)->req[t]),
+				    0);
+			assert_int_equal(
+			    u4vt_post_recv1(qp, 1, (uintptr_t)buf, 8, lk),
+			    at[i].recv);
+			assert_int_equal(u4vt_post_send1(qp, IBV_WR_SEND, 1, 0,
+							 (uintptr_t)buf, 8, lk,
+							 0, 0, 0),
+					 at[i].send);
+		}
 		assert_int_equal(errno, 0);
 		assert_int_equal(u4v_destroy_qp(qp), 0);
 	}
@@ -612,17 +617,14 @@ static void test_reset_clears_and_reconnects(void **state)
 {
 	struct rig *r = *state;
 	static uint8_t sbuf[64], rbuf[64];
-	struct u4vt_qp_opts o = r->o;
+	struct u4vt_qp_opts o = r->p.o;
 	struct u4v_qp *qa, *qb;
 	struct u4v_mr *ms, *md;
 	struct ibv_wc wc;
 
-	ms = u4vt_reg(&r->a, sbuf, 64, U4VT_ACCESS_ALL);
-	md = u4vt_reg(&r->b, rbuf, 64, U4VT_ACCESS_ALL);
-	qa = u4vt_qp_create(&r->a, IBV_QPT_RC, &o);
-	qb = u4vt_qp_create(&r->b, IBV_QPT_RC, &o);
-	u4vt_qp_connect(qa, IBV_QPT_RC, u4v_qp_num(qb), &o);
-	u4vt_qp_connect(qb, IBV_QPT_RC, u4v_qp_num(qa), &o);
+	ms = u4vt_reg(&r->p.a, sbuf, 64, U4VT_ACCESS_ALL);
+	md = u4vt_reg(&r->p.b, rbuf, 64, U4VT_ACCESS_ALL);
+	u4vt_qp_pair(&r->p.a, &r->p.b, IBV_QPT_RC, &o, &qa, &qb);
 	assert_int_equal(u4vt_post_recv1(qb, 100, (uintptr_t)rbuf, 64,
 					 u4v_mr_lkey(md)),
 			 0);
@@ -632,7 +634,7 @@ static void test_reset_clears_and_reconnects(void **state)
 	/* reset both; the two receives vanish without completions */
 	assert_int_equal(modify(r, qa, RC, IBV_QPS_RESET, 0), 0);
 	assert_int_equal(modify(r, qb, RC, IBV_QPS_RESET, 0), 0);
-	assert_int_equal(u4vt_poll(r->b.cq, &wc, 1, 30), 0);
+	assert_int_equal(u4vt_poll(r->p.b.cq, &wc, 1, 30), 0);
 	u4vt_qp_connect(qa, IBV_QPT_RC, u4v_qp_num(qb), &o);
 	u4vt_qp_connect(qb, IBV_QPT_RC, u4v_qp_num(qa), &o);
 	assert_int_equal(u4vt_post_recv1(qb, 200, (uintptr_t)rbuf, 64,
@@ -643,9 +645,9 @@ static void test_reset_clears_and_reconnects(void **state)
 					 (uintptr_t)sbuf, 64, u4v_mr_lkey(ms),
 					 0, 0, 0),
 			 0);
-	assert_int_equal(u4vt_poll(r->a.cq, &wc, 1, 5000), 1);
+	assert_int_equal(u4vt_poll(r->p.a.cq, &wc, 1, 5000), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_int_equal(u4vt_poll(r->b.cq, &wc, 1, 5000), 1);
+	assert_int_equal(u4vt_poll(r->p.b.cq, &wc, 1, 5000), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.wr_id, 200);
 	assert_memory_equal(rbuf, sbuf, 64);
@@ -686,10 +688,7 @@ static void test_reset_mid_message(void **state)
 	u4vt_end_open(&a, shm, 0);
 	u4vt_end_open_ex(&b, shm, 1, -1, 1);
 	u4vt_qp_opts_default(&o);
-	qa = u4vt_qp_create(&a, IBV_QPT_RC, &o);
-	qb = u4vt_qp_create(&b, IBV_QPT_RC, &o);
-	u4vt_qp_connect(qa, IBV_QPT_RC, u4v_qp_num(qb), &o);
-	u4vt_qp_connect(qb, IBV_QPT_RC, u4v_qp_num(qa), &o);
+	u4vt_qp_pair(&a, &b, IBV_QPT_RC, &o, &qa, &qb);
 	ms = u4vt_reg(&a, src, wlen, U4VT_ACCESS_ALL);
 	md = u4vt_reg(&b, dst, wlen, U4VT_ACCESS_ALL);
 	u4vt_fill(src, wlen, 1);

@@ -188,7 +188,7 @@ static void test_fault_stranded(void **state)
 	pair(n, &a, &b, &ca, &cb);
 	assert_true(send1(a, ca, 1, U4L_PDF_DATA, true));
 	uint64_t t0 = u4l_now_ns();
-	b->ops->wait(b, t0 + 100000000ull);
+	b->ops->wait(b, t0 + 100000000ull, 0);
 	assert_true(u4l_now_ns() - t0 >= 90000000ull);
 	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
 	assert_true(f.flags & U4L_RX_NOWAKE);

@@ -42,7 +42,8 @@ static bool expect_valid(uint8_t t, unsigned int op)
 	case U4W_RC:
 		return true;
 	case U4W_UC:
-		return op <= U4W_WRITE_ONLY_IMM;
+		return op <= U4W_WRITE_ONLY_IMM || op == U4W_SEND_LAST_INV ||
+		       op == U4W_SEND_ONLY_INV;
 	case U4W_UD:
 		return op <= U4W_SEND_ONLY_IMM;
 	default:
@@ -50,10 +51,12 @@ static bool expect_valid(uint8_t t, unsigned int op)
 	}
 }
 
-static unsigned int expected_hdr_len(uint8_t opcode)
+static unsigned int expected_hdr_len(uint8_t opcode, uint8_t flags)
 {
 	unsigned int op = U4W_OP(opcode), n = U4W_BASE_LEN;
 
+	if (U4W_TRANSPORT(opcode) == U4W_UD && (flags & U4W_F_GRH))
+		n += 36; /* GRH: sgid, dgid, flow label and version */
 	if (op == U4W_WRITE_FIRST || op == U4W_WRITE_ONLY ||
 	    op == U4W_WRITE_ONLY_IMM || op == U4W_READ_REQ)
 		n += 16; /* RETH */
@@ -64,6 +67,8 @@ static unsigned int expected_hdr_len(uint8_t opcode)
 	if (op == U4W_SEND_LAST_IMM || op == U4W_SEND_ONLY_IMM ||
 	    op == U4W_WRITE_LAST_IMM || op == U4W_WRITE_ONLY_IMM)
 		n += 4; /* ImmDt */
+	if (op == U4W_SEND_LAST_INV || op == U4W_SEND_ONLY_INV)
+		n += 4; /* IETH */
 	if (op == U4W_READ_RESP_FIRST || op == U4W_READ_RESP_LAST ||
 	    op == U4W_READ_RESP_ONLY || op == U4W_ACK || op == U4W_ATOMIC_ACK)
 		n += 8; /* AETH */
@@ -75,7 +80,8 @@ static unsigned int expected_hdr_len(uint8_t opcode)
 static bool has_payload(unsigned int op)
 {
 	return op <= U4W_WRITE_ONLY_IMM ||
-	       (op >= U4W_READ_RESP_FIRST && op <= U4W_READ_RESP_ONLY);
+	       (op >= U4W_READ_RESP_FIRST && op <= U4W_READ_RESP_ONLY) ||
+	       op == U4W_SEND_LAST_INV || op == U4W_SEND_ONLY_INV;
 }
 
 /* Decode a copy of exactly len bytes of frame. */
@@ -95,11 +101,23 @@ static int decode_exact(const void *frame, size_t len, struct u4w_hdr *h)
 static void random_hdr(struct u4w_hdr *h, uint8_t opcode)
 {
 	unsigned int op = U4W_OP(opcode);
-	unsigned int hl = expected_hdr_len(opcode);
+	unsigned int hl;
 
 	memset(h, 0, sizeof(*h));
 	h->opcode = opcode;
-	h->flags = rnd() & (U4W_F_SOLICITED | U4W_F_ACKREQ | U4W_F_GRH);
+	h->flags = rnd() & (U4W_F_SOLICITED | U4W_F_ACKREQ);
+	if (U4W_TRANSPORT(opcode) == U4W_UD && (rnd() & 1)) {
+		h->flags |= U4W_F_GRH;
+		for (hl = 0; hl < 16; hl++) {
+			h->sgid[hl] = (uint8_t)rnd();
+			h->dgid[hl] = (uint8_t)rnd();
+		}
+		h->flow_label = rnd() & 0xfffff;
+		h->roce_v2 = rnd() & 1;
+		h->tclass = (uint8_t)rnd();
+		h->hop_limit = (uint8_t)rnd();
+	}
+	hl = expected_hdr_len(opcode, h->flags);
 	h->dst_qpn = rnd() & 0xffffff;
 	h->src_qpn = rnd() & 0xffffff;
 	h->psn = rnd() & 0xffffff;
@@ -135,6 +153,8 @@ static void random_hdr(struct u4w_hdr *h, uint8_t opcode)
 	if (op == U4W_SEND_LAST_IMM || op == U4W_SEND_ONLY_IMM ||
 	    op == U4W_WRITE_LAST_IMM || op == U4W_WRITE_ONLY_IMM)
 		h->imm = (uint32_t)rnd();
+	if (op == U4W_SEND_LAST_INV || op == U4W_SEND_ONLY_INV)
+		h->inv_rkey = (uint32_t)rnd();
 	if (op == U4W_READ_RESP_FIRST || op == U4W_READ_RESP_LAST ||
 	    op == U4W_READ_RESP_ONLY || op == U4W_ACK ||
 	    op == U4W_ATOMIC_ACK) {
@@ -161,6 +181,13 @@ static void assert_hdr_equal(const struct u4w_hdr *a, const struct u4w_hdr *b)
 	assert_true(a->compare == b->compare);
 	assert_int_equal(a->qkey, b->qkey);
 	assert_int_equal(a->imm, b->imm);
+	assert_int_equal(a->inv_rkey, b->inv_rkey);
+	assert_memory_equal(a->sgid, b->sgid, 16);
+	assert_memory_equal(a->dgid, b->dgid, 16);
+	assert_int_equal(a->flow_label, b->flow_label);
+	assert_int_equal(a->roce_v2, b->roce_v2);
+	assert_int_equal(a->tclass, b->tclass);
+	assert_int_equal(a->hop_limit, b->hop_limit);
 	assert_int_equal(a->syndrome, b->syndrome);
 	assert_int_equal(a->rnr_timer, b->rnr_timer);
 	assert_int_equal(a->msn, b->msn);
@@ -172,7 +199,7 @@ static size_t build(uint8_t *frame, const struct u4w_hdr *h)
 {
 	unsigned int hl = u4w_encode(frame, h);
 
-	assert_int_equal(hl, expected_hdr_len(h->opcode));
+	assert_int_equal(hl, expected_hdr_len(h->opcode, h->flags));
 	memset(frame + hl, 0xa5, h->paylen);
 	return hl + h->paylen;
 }
@@ -189,8 +216,13 @@ static void test_opcode_table(void **state)
 		if (valid != (u4w_opinfo((uint8_t)code) != NULL))
 			fail_msg("opcode 0x%02x: valid %d, table says %d", code,
 				 valid, u4w_opinfo((uint8_t)code) != NULL);
-		assert_int_equal(u4w_hdr_len((uint8_t)code),
-				 valid ? expected_hdr_len((uint8_t)code) : 0);
+		assert_int_equal(u4w_hdr_len((uint8_t)code, 0),
+				 valid ? expected_hdr_len((uint8_t)code, 0) :
+					 0);
+		assert_int_equal(u4w_hdr_len((uint8_t)code, U4W_F_GRH),
+				 valid ? expected_hdr_len((uint8_t)code,
+							  U4W_F_GRH) :
+					 0);
 	}
 	for (t = 0; t < 3; t++)
 		for (op = 0; op < U4W_NUM_OPS; op++) {
@@ -201,7 +233,8 @@ static void test_opcode_table(void **state)
 				continue;
 			/* headers + a full granule fit one NHI frame */
 			if (i->flags & U4W_OPF_PAYLOAD)
-				assert_true(u4w_hdr_len(code) + U4W_GRANULE <=
+				assert_true(u4w_hdr_len(code, U4W_F_GRH) +
+						    U4W_GRANULE <=
 					    4096);
 			assert_int_equal(!!(i->flags & U4W_OPF_PAYLOAD),
 					 has_payload(op));
@@ -234,7 +267,9 @@ static void test_roundtrip_random(void **state)
 				/* payload starts right after the headers */
 				if (h.paylen)
 					assert_int_equal(
-						frame[u4w_hdr_len(code)], 0xa5);
+						frame[u4w_hdr_len(
+							code, h.flags)],
+						0xa5);
 			}
 		}
 }
@@ -279,6 +314,18 @@ static size_t valid_frame(uint8_t *f, uint8_t code, uint16_t paylen)
 
 	random_hdr(&h, code);
 	h.paylen = has_payload(U4W_OP(code)) ? paylen : 0;
+	return build(f, &h);
+}
+
+/* The same, UD with or without the GRH. */
+static size_t valid_ud_frame(uint8_t *f, uint8_t code, bool grh)
+{
+	struct u4w_hdr h;
+
+	do
+		random_hdr(&h, code);
+	while (!(h.flags & U4W_F_GRH) != !grh);
+	h.paylen = 0;
 	return build(f, &h);
 }
 
@@ -342,12 +389,29 @@ static void test_reserved_bits(void **state)
 		f[12 + bit / 8] |= (uint8_t)(1u << (bit % 8));
 		assert_int_equal(decode_exact(f, len, &d), -EPROTO);
 	}
-	/* DETH's reserved word (UD: base, DETH qkey, reserved) */
+	/* DETH's second word (UD: base, DETH qkey, word): reserved, but
+	 * for traffic class and hop limit when a GRH follows */
 	for (bit = 0; bit < 32; bit++) {
-		len = valid_frame(f, U4W_UD | U4W_SEND_ONLY, 0);
+		len = valid_ud_frame(f, U4W_UD | U4W_SEND_ONLY, false);
 		f[U4W_BASE_LEN + 4 + bit / 8] |= (uint8_t)(1u << (bit % 8));
 		assert_int_equal(decode_exact(f, len, &d), -EPROTO);
 	}
+	for (bit = 16; bit < 32; bit++) {
+		len = valid_ud_frame(f, U4W_UD | U4W_SEND_ONLY, true);
+		f[U4W_BASE_LEN + 4 + bit / 8] |= (uint8_t)(1u << (bit % 8));
+		assert_int_equal(decode_exact(f, len, &d), -EPROTO);
+	}
+	/* the GRH's flow word: 20 bits of label, the version bit */
+	for (bit = 20; bit < 31; bit++) {
+		len = valid_ud_frame(f, U4W_UD | U4W_SEND_ONLY, true);
+		f[U4W_BASE_LEN + 8 + 32 + bit / 8] |=
+			(uint8_t)(1u << (bit % 8));
+		assert_int_equal(decode_exact(f, len, &d), -EPROTO);
+	}
+	/* a GRH only on UD */
+	len = valid_frame(f, U4W_RC | U4W_SEND_ONLY, 0);
+	f[1] |= U4W_F_GRH;
+	assert_int_equal(decode_exact(f, len, &d), -EPROTO);
 	/* AETH: 16-bit pad and the top byte of the MSN (ACK: base, AETH) */
 	for (bit = 0; bit < 16; bit++) {
 		len = valid_frame(f, U4W_RC | U4W_ACK, 0);
@@ -482,8 +546,8 @@ static void test_truncated_every_length(void **state)
 
 			if (!expect_valid(transports[t], op))
 				continue;
-			hl = expected_hdr_len(code);
 			len = valid_frame(f, code, 0);
+			hl = expected_hdr_len(code, f[1]);
 			assert_int_equal(len, hl);
 			for (cut = 0; cut < hl; cut++)
 				if (decode_exact(f, cut, &d) >= 0)
@@ -494,6 +558,7 @@ static void test_truncated_every_length(void **state)
 				continue;
 			/* cut inside the payload */
 			len = valid_frame(f, code, 50);
+			hl = expected_hdr_len(code, f[1]);
 			for (cut = hl; cut < len; cut++)
 				assert_int_equal(decode_exact(f, cut, &d),
 						 -EMSGSIZE);
@@ -515,7 +580,8 @@ static void test_garbage(void **state)
 			f[j] = (uint8_t)rnd();
 		if (decode_exact(f, len, &d) == 0) {
 			ok++;
-			assert_int_equal(len, u4w_hdr_len(d.opcode) + d.paylen);
+			assert_int_equal(len, u4w_hdr_len(d.opcode, d.flags) +
+						      d.paylen);
 		}
 	}
 	assert_true(ok < 100);

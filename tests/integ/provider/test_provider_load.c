@@ -145,13 +145,35 @@ static void test_pd_mr_ah(void **state)
 	assert_ptr_equal(mr->pd, pd);
 	assert_ptr_equal(mr->addr, buf);
 	assert_int_equal(mr->length, sizeof(buf));
-	errno = 0;
-	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
-				      NULL, 0, IBV_ACCESS_LOCAL_WRITE),
-			 IBV_REREG_MR_ERR_CMD);
-	assert_int_equal(errno, EOPNOTSUPP);
+	/* reregistration keeps the keys; its rules are registration's */
+	{
+		uint32_t lkey = mr->lkey, rkey = mr->rkey;
+
+		assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS,
+					      NULL, NULL, 0,
+					      IBV_ACCESS_LOCAL_WRITE),
+				 0);
+		assert_int_equal(mr->lkey, lkey);
+		assert_int_equal(mr->rkey, rkey);
+		errno = 0;
+		assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS,
+					      NULL, NULL, 0,
+					      IBV_ACCESS_REMOTE_WRITE),
+				 IBV_REREG_MR_ERR_CMD);
+		assert_int_equal(errno, EINVAL);
+	}
 
 	assert_int_equal(ibv_query_gid(ctx, 1, 1, &aa.grh.dgid), 0);
+	/* a RoCE port: no AH without a GRH, nor with a GID it does not have */
+	aa.is_global = 0;
+	errno = 0;
+	assert_null(ibv_create_ah(pd, &aa));
+	assert_int_equal(errno, EINVAL);
+	aa.is_global = 1;
+	aa.grh.sgid_index = 200;
+	errno = 0;
+	assert_null(ibv_create_ah(pd, &aa));
+	assert_int_equal(errno, EINVAL);
 	aa.grh.sgid_index = 1;
 	ah = ibv_create_ah(pd, &aa);
 	assert_non_null(ah);
@@ -199,7 +221,15 @@ static void test_cq_srq(void **state)
 	assert_ptr_equal(cqx->context, ctx);
 	assert_int_equal(ibv_start_poll(cqx, &pa), ENOENT);
 	assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0);
-	cx.wc_flags |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+	/* timestamps are there; a VLAN or a flow tag are not */
+	cx.wc_flags |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+		       IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+	cqx = ibv_create_cq_ex(ctx, &cx);
+	assert_non_null(cqx);
+	assert_non_null(cqx->read_completion_ts);
+	assert_non_null(cqx->read_completion_wallclock_ns);
+	assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0);
+	cx.wc_flags |= IBV_WC_EX_WITH_CVLAN;
 	errno = 0;
 	assert_null(ibv_create_cq_ex(ctx, &cx));
 	assert_int_equal(errno, EOPNOTSUPP);
@@ -271,45 +301,30 @@ static void test_qp_types(void **state)
 	assert_int_equal(ibv_dealloc_pd(pd), 0);
 }
 
+/*
+ * Two RC QPs of one context connected to each other (software loopback):
+ * a (extended, ibv_wr_* API) completes on cq_a, b on the extended cq_b.
+ */
+struct loopback {
+	uint8_t *sbuf, *rbuf;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq_a;
+	struct ibv_cq_ex *cq_b;
+	struct ibv_mr *smr, *rmr;
+	struct ibv_qp *a, *b;
+	struct ibv_qp_ex *ax;
+};
 
-/* Two RC QPs of one context connected to each other (software loopback). */
-static void test_rc_loopback(void **state)
+static void loopback_up(struct loopback *l)
 {
-	uint8_t *sbuf = malloc(BUF_SZ), *rbuf = malloc(BUF_SZ);
-	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	struct ibv_cq *cq_a = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	const int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+			IBV_ACCESS_REMOTE_WRITE;
 	struct ibv_cq_init_attr_ex cx = {
 	    .cqe = 64,
 	    .wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM |
 			IBV_WC_EX_WITH_IMM,
 	};
-	struct ibv_cq_ex *cq_b = ibv_create_cq_ex(ctx, &cx);
-	struct ibv_mr *smr, *rmr;
-	struct ibv_qp *a, *b;
-	struct ibv_qp_ex *ax;
-	struct ibv_sge sge;
-	struct ibv_send_wr swr, *bad_s;
-	struct ibv_recv_wr rwr, *bad_r;
-	struct ibv_wc wc;
-	struct ibv_poll_cq_attr pa = {};
-	uint64_t end;
-	int rc;
-
-	assert_non_null(pd);
-	assert_non_null(cq_a);
-	assert_non_null(cq_b);
-	smr = ibv_reg_mr(pd, sbuf, BUF_SZ,
-			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-			     IBV_ACCESS_REMOTE_WRITE);
-	rmr = ibv_reg_mr(pd, rbuf, BUF_SZ,
-			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-			     IBV_ACCESS_REMOTE_WRITE);
-	assert_non_null(smr);
-	assert_non_null(rmr);
-
 	struct ibv_qp_init_attr_ex ia = {
-	    .send_cq = cq_a,
-	    .recv_cq = cq_a,
 	    .qp_type = IBV_QPT_RC,
 	    .cap = {.max_send_wr = 32,
 		    .max_recv_wr = 32,
@@ -317,133 +332,280 @@ static void test_rc_loopback(void **state)
 		    .max_recv_sge = 2,
 		    .max_inline_data = 64},
 	    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-	    .pd = pd,
 	    .send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
 			      IBV_QP_EX_WITH_RDMA_READ,
 	};
-	a = ibv_create_qp_ex(ctx, &ia);
-	assert_non_null(a);
-	ax = ibv_qp_to_qp_ex(a);
-	assert_non_null(ax);
-	ia.send_cq = ibv_cq_ex_to_cq(cq_b);
-	ia.recv_cq = ibv_cq_ex_to_cq(cq_b);
+
+	l->sbuf = malloc(BUF_SZ);
+	l->rbuf = malloc(BUF_SZ);
+	l->pd = ibv_alloc_pd(ctx);
+	l->cq_a = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	l->cq_b = ibv_create_cq_ex(ctx, &cx);
+	assert_non_null(l->pd);
+	assert_non_null(l->cq_a);
+	assert_non_null(l->cq_b);
+	l->smr = ibv_reg_mr(l->pd, l->sbuf, BUF_SZ, acc);
+	l->rmr = ibv_reg_mr(l->pd, l->rbuf, BUF_SZ, acc);
+	assert_non_null(l->smr);
+	assert_non_null(l->rmr);
+	ia.pd = l->pd;
+	ia.send_cq = ia.recv_cq = l->cq_a;
+	l->a = ibv_create_qp_ex(ctx, &ia);
+	assert_non_null(l->a);
+	l->ax = ibv_qp_to_qp_ex(l->a);
+	assert_non_null(l->ax);
+	ia.send_cq = ia.recv_cq = ibv_cq_ex_to_cq(l->cq_b);
 	ia.comp_mask = IBV_QP_INIT_ATTR_PD;
-	b = ibv_create_qp_ex(ctx, &ia);
-	assert_non_null(b);
+	l->b = ibv_create_qp_ex(ctx, &ia);
+	assert_non_null(l->b);
+	to_init(l->a, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	to_init(l->b, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	to_rts(l->a, l->b->qp_num);
+	to_rts(l->b, l->a->qp_num);
+}
 
-	to_init(a, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
-	to_init(b, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
-	to_rts(a, b->qp_num);
-	to_rts(b, a->qp_num);
+static void loopback_down(struct loopback *l)
+{
+	assert_int_equal(ibv_destroy_qp(l->a), 0);
+	assert_int_equal(ibv_destroy_qp(l->b), 0);
+	assert_int_equal(ibv_dereg_mr(l->smr), 0);
+	assert_int_equal(ibv_dereg_mr(l->rmr), 0);
+	assert_int_equal(ibv_destroy_cq(l->cq_a), 0);
+	assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(l->cq_b)), 0);
+	assert_int_equal(ibv_dealloc_pd(l->pd), 0);
+	free(l->sbuf);
+	free(l->rbuf);
+}
 
-	/* SEND a -> b, checked by checksum; recv completion via cq_ex. */
-	fill(sbuf, BUF_SZ, 7);
-	memset(rbuf, 0, BUF_SZ);
-	sge = (struct ibv_sge){(uintptr_t)rbuf, BUF_SZ, rmr->lkey};
-	rwr = (struct ibv_recv_wr){.wr_id = 21, .sg_list = &sge, .num_sge = 1};
-	assert_int_equal(ibv_post_recv(b, &rwr, &bad_r), 0);
-	sge = (struct ibv_sge){(uintptr_t)sbuf, BUF_SZ, smr->lkey};
-	swr = (struct ibv_send_wr){.wr_id = 11,
-				   .sg_list = &sge,
-				   .num_sge = 1,
-				   .opcode = IBV_WR_SEND,
-				   .send_flags = IBV_SEND_SIGNALED};
-	assert_int_equal(ibv_post_send(a, &swr, &bad_s), 0);
-	poll_one(cq_a, &wc);
+/* A receive WR of wr_id into [addr, addr + len) of rmr, posted on b. */
+static void loopback_recv(struct loopback *l, uint64_t wr_id, uint8_t *addr,
+			  uint32_t len)
+{
+	struct ibv_sge sge = {(uintptr_t)addr, len, l->rmr->lkey};
+	struct ibv_recv_wr rwr = {
+	    .wr_id = wr_id, .sg_list = &sge, .num_sge = 1};
+	struct ibv_recv_wr *bad;
+
+	assert_int_equal(ibv_post_recv(l->b, &rwr, &bad), 0);
+}
+
+/* A signalled WR of a's from all of sbuf (to rbuf for RDMA); its success. */
+static struct ibv_wc loopback_send(struct loopback *l, enum ibv_wr_opcode op,
+				   uint64_t wr_id)
+{
+	struct ibv_sge sge = {(uintptr_t)l->sbuf, BUF_SZ, l->smr->lkey};
+	struct ibv_send_wr swr = {
+	    .wr_id = wr_id,
+	    .sg_list = &sge,
+	    .num_sge = 1,
+	    .opcode = op,
+	    .send_flags = IBV_SEND_SIGNALED,
+	    .wr.rdma = {(uintptr_t)l->rbuf, l->rmr->rkey}};
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+
+	assert_int_equal(ibv_post_send(l->a, &swr, &bad), 0);
+	poll_one(l->cq_a, &wc);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_int_equal(wc.wr_id, 11);
+	assert_int_equal(wc.wr_id, wr_id);
+	return wc;
+}
+
+/* SEND a -> b, checked by checksum; the receive completion via cq_ex. */
+static void loopback_send_recv(struct loopback *l)
+{
+	struct ibv_poll_cq_attr pa = {};
+	uint64_t end;
+	int rc;
+
+	fill(l->sbuf, BUF_SZ, 7);
+	memset(l->rbuf, 0, BUF_SZ);
+	loopback_recv(l, 21, l->rbuf, BUF_SZ);
+	loopback_send(l, IBV_WR_SEND, 11);
 	end = now_ms() + 5000;
-	while ((rc = ibv_start_poll(cq_b, &pa)) == ENOENT && now_ms() < end)
+	while ((rc = ibv_start_poll(l->cq_b, &pa)) == ENOENT && now_ms() < end)
 		;
 	assert_int_equal(rc, 0);
-	assert_int_equal(cq_b->status, IBV_WC_SUCCESS);
-	assert_int_equal(cq_b->wr_id, 21);
-	assert_int_equal(ibv_wc_read_opcode(cq_b), IBV_WC_RECV);
-	assert_int_equal(ibv_wc_read_byte_len(cq_b), BUF_SZ);
-	assert_int_equal(ibv_wc_read_qp_num(cq_b), b->qp_num);
-	assert_int_equal(ibv_next_poll(cq_b), ENOENT);
-	ibv_end_poll(cq_b);
-	assert_int_equal(checksum(rbuf, BUF_SZ), checksum(sbuf, BUF_SZ));
+	assert_int_equal(l->cq_b->status, IBV_WC_SUCCESS);
+	assert_int_equal(l->cq_b->wr_id, 21);
+	assert_int_equal(ibv_wc_read_opcode(l->cq_b), IBV_WC_RECV);
+	assert_int_equal(ibv_wc_read_byte_len(l->cq_b), BUF_SZ);
+	assert_int_equal(ibv_wc_read_qp_num(l->cq_b), l->b->qp_num);
+	assert_int_equal(ibv_next_poll(l->cq_b), ENOENT);
+	ibv_end_poll(l->cq_b);
+	assert_int_equal(checksum(l->rbuf, BUF_SZ), checksum(l->sbuf, BUF_SZ));
+}
 
-	/* RDMA WRITE a -> b's buffer. */
-	fill(sbuf, BUF_SZ, 99);
-	swr = (struct ibv_send_wr){.wr_id = 12,
-				   .sg_list = &sge,
-				   .num_sge = 1,
-				   .opcode = IBV_WR_RDMA_WRITE,
-				   .send_flags = IBV_SEND_SIGNALED,
-				   .wr.rdma = {(uintptr_t)rbuf, rmr->rkey}};
-	assert_int_equal(ibv_post_send(a, &swr, &bad_s), 0);
-	poll_one(cq_a, &wc);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+/* RDMA WRITE a -> b's buffer, then a READ of it (changed) back. */
+static void loopback_write_read(struct loopback *l)
+{
+	struct ibv_wc wc;
+
+	fill(l->sbuf, BUF_SZ, 99);
+	wc = loopback_send(l, IBV_WR_RDMA_WRITE, 12);
 	assert_int_equal(wc.opcode, IBV_WC_RDMA_WRITE);
-	assert_int_equal(checksum(rbuf, BUF_SZ), checksum(sbuf, BUF_SZ));
-
-	/* RDMA READ: a pulls b's buffer (changed) into its own. */
-	fill(rbuf, BUF_SZ, 3);
-	memset(sbuf, 0, BUF_SZ);
-	swr.wr_id = 13;
-	swr.opcode = IBV_WR_RDMA_READ;
-	assert_int_equal(ibv_post_send(a, &swr, &bad_s), 0);
-	poll_one(cq_a, &wc);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(checksum(l->rbuf, BUF_SZ), checksum(l->sbuf, BUF_SZ));
+	fill(l->rbuf, BUF_SZ, 3);
+	memset(l->sbuf, 0, BUF_SZ);
+	wc = loopback_send(l, IBV_WR_RDMA_READ, 13);
 	assert_int_equal(wc.opcode, IBV_WC_RDMA_READ);
 	assert_int_equal(wc.byte_len, BUF_SZ);
-	assert_int_equal(checksum(rbuf, BUF_SZ), checksum(sbuf, BUF_SZ));
+	assert_int_equal(checksum(l->rbuf, BUF_SZ), checksum(l->sbuf, BUF_SZ));
+}
 
-	/* ibv_wr_* API: one inline SEND and one SGE SEND in a batch. */
+/*
+ * ibv_wr_* API: one inline SEND and one SGE SEND in a batch; a setter
+ * before any opcode fails the batch; abort discards.
+ */
+static void loopback_wr_api(struct loopback *l)
+{
 	static const char msg[] = "usb4verbs inline";
-	memset(rbuf, 0, BUF_SZ);
-	sge = (struct ibv_sge){(uintptr_t)rbuf, 4096, rmr->lkey};
-	rwr = (struct ibv_recv_wr){.wr_id = 22, .sg_list = &sge, .num_sge = 1};
-	assert_int_equal(ibv_post_recv(b, &rwr, &bad_r), 0);
-	struct ibv_sge sge2 = {(uintptr_t)rbuf + 4096, 4096, rmr->lkey};
-	rwr = (struct ibv_recv_wr){.wr_id = 23, .sg_list = &sge2, .num_sge = 1};
-	assert_int_equal(ibv_post_recv(b, &rwr, &bad_r), 0);
-	fill(sbuf, 4096, 42);
+	struct ibv_qp_ex *ax = l->ax;
+	char tmp[sizeof(msg)];
+	struct ibv_wc wc;
+
+	memset(l->rbuf, 0, BUF_SZ);
+	loopback_recv(l, 22, l->rbuf, 4096);
+	loopback_recv(l, 23, l->rbuf + 4096, 4096);
+	fill(l->sbuf, 4096, 42);
 	ibv_wr_start(ax);
 	ax->wr_id = 14;
 	ax->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_send(ax);
-	char tmp[sizeof(msg)];
 	memcpy(tmp, msg, sizeof(msg));
 	ibv_wr_set_inline_data(ax, tmp, sizeof(tmp));
 	memset(tmp, 0, sizeof(tmp)); /* inline data was copied already */
 	ax->wr_id = 15;
 	ibv_wr_send(ax);
-	ibv_wr_set_sge(ax, smr->lkey, (uintptr_t)sbuf, 4096);
+	ibv_wr_set_sge(ax, l->smr->lkey, (uintptr_t)l->sbuf, 4096);
 	assert_int_equal(ibv_wr_complete(ax), 0);
-	poll_one(cq_a, &wc);
+	poll_one(l->cq_a, &wc);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.wr_id, 14);
-	poll_one(cq_a, &wc);
+	poll_one(l->cq_a, &wc);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.wr_id, 15);
-	poll_one(ibv_cq_ex_to_cq(cq_b), &wc);
+	poll_one(ibv_cq_ex_to_cq(l->cq_b), &wc);
 	assert_int_equal(wc.wr_id, 22);
 	assert_int_equal(wc.byte_len, sizeof(msg));
-	assert_string_equal((char *)rbuf, msg);
-	poll_one(ibv_cq_ex_to_cq(cq_b), &wc);
+	assert_string_equal((char *)l->rbuf, msg);
+	poll_one(ibv_cq_ex_to_cq(l->cq_b), &wc);
 	assert_int_equal(wc.wr_id, 23);
-	assert_int_equal(checksum(rbuf + 4096, 4096), checksum(sbuf, 4096));
+	assert_int_equal(checksum(l->rbuf + 4096, 4096),
+			 checksum(l->sbuf, 4096));
 
-	/* A setter before any opcode fails the batch; abort discards. */
 	ibv_wr_start(ax);
-	ibv_wr_set_sge(ax, smr->lkey, (uintptr_t)sbuf, 16);
+	ibv_wr_set_sge(ax, l->smr->lkey, (uintptr_t)l->sbuf, 16);
 	assert_int_equal(ibv_wr_complete(ax), EINVAL);
 	ibv_wr_start(ax);
 	ibv_wr_send(ax);
 	ibv_wr_abort(ax);
+}
 
-	assert_int_equal(ibv_destroy_qp(a), 0);
-	assert_int_equal(ibv_destroy_qp(b), 0);
-	assert_int_equal(ibv_dereg_mr(smr), 0);
-	assert_int_equal(ibv_dereg_mr(rmr), 0);
-	assert_int_equal(ibv_destroy_cq(cq_a), 0);
-	assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(cq_b)), 0);
-	assert_int_equal(ibv_dealloc_pd(pd), 0);
-	free(sbuf);
-	free(rbuf);
+static void test_rc_loopback(void **state)
+{
+	struct loopback l;
+
+	loopback_up(&l);
+	loopback_send_recv(&l);
+	loopback_write_read(&l);
+	loopback_wr_api(&l);
+	loopback_down(&l);
+}
+
+/* A UD QP on pd completing on cq (srq: its receive queue), in RTS. */
+static struct ibv_qp *ud_qp(struct ibv_pd *pd, struct ibv_cq *cq,
+			    struct ibv_srq *srq, uint32_t depth)
+{
+	struct ibv_qp_init_attr ia = {
+	    .send_cq = cq,
+	    .recv_cq = cq,
+	    .srq = srq,
+	    .qp_type = IBV_QPT_UD,
+	    .cap = {.max_send_wr = depth,
+		    .max_recv_wr = depth,
+		    .max_send_sge = 1,
+		    .max_recv_sge = 1},
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	assert_non_null(qp);
+	assert_ptr_equal(qp->srq, srq);
+	to_init(qp, 0);
+	to_rts(qp, 0);
+	return qp;
+}
+
+/* An AH on pd to the port's GID 1: this device's own address. */
+static struct ibv_ah *ah_to_self(struct ibv_pd *pd)
+{
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
+	struct ibv_ah *ah;
+
+	assert_int_equal(ibv_query_gid(ctx, 1, 1, &aa.grh.dgid), 0);
+	aa.grh.sgid_index = 1;
+	ah = ibv_create_ah(pd, &aa);
+	assert_non_null(ah);
+	return ah;
+}
+
+/* A signalled UD SEND of [addr, addr + len) through ah to qpn. */
+static void ud_send(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len,
+		    struct ibv_mr *mr, struct ibv_ah *ah, uint32_t qpn)
+{
+	struct ibv_sge sge = {(uintptr_t)addr, len, mr->lkey};
+	struct ibv_send_wr swr = {.wr_id = wr_id,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr.ud = {ah, qpn, 0x11111111}};
+	struct ibv_send_wr *bad;
+
+	assert_int_equal(ibv_post_send(qp, &swr, &bad), 0);
+}
+
+/* A receive WR of wr_id into [addr, addr + len) on srq. */
+static void srq_recv(struct ibv_srq *srq, uint64_t wr_id, void *addr,
+		     uint32_t len, struct ibv_mr *mr)
+{
+	struct ibv_sge sge = {(uintptr_t)addr, len, mr->lkey};
+	struct ibv_recv_wr rwr = {
+	    .wr_id = wr_id, .sg_list = &sge, .num_sge = 1};
+	struct ibv_recv_wr *bad;
+
+	assert_int_equal(ibv_post_srq_recv(srq, &rwr, &bad), 0);
+}
+
+/*
+ * Async events: arm the SRQ limit above what is left, consume one WQE;
+ * the engine's event arrives on the provider's async_fd and libibverbs
+ * turns its element into our ibv_srq.
+ */
+static void srq_limit_event(struct ibv_srq *srq, struct ibv_qp *a,
+			    struct ibv_qp *b, struct ibv_cq *cq,
+			    struct ibv_ah *ah, uint8_t *buf, struct ibv_mr *mr)
+{
+	struct ibv_srq_attr sa = {.srq_limit = 2};
+	struct pollfd pfd = {.fd = ctx->async_fd, .events = POLLIN};
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+	int i;
+
+	for (i = 0; i < 2; i++)
+		srq_recv(srq, 40 + i, buf + 4096, 4096, mr);
+	assert_int_equal(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT), 0);
+	ud_send(a, 33, buf, 16, mr, ah, b->qp_num);
+	for (i = 0; i < 2; i++) {
+		poll_one(cq, &wc);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	}
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	assert_int_equal(ibv_get_async_event(ctx, &ev), 0);
+	assert_int_equal(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+	assert_ptr_equal(ev.element.srq, srq);
+	ibv_ack_async_event(&ev);
+	assert_int_equal(srq->events_completed, 1);
 }
 
 /* UD loopback through an SRQ: AH, GRH space, src_qp; SRQ limit event. */
@@ -456,11 +618,7 @@ static void test_ud_srq(void **state)
 	struct ibv_srq *srq;
 	struct ibv_mr *mr;
 	struct ibv_qp *a, *b;
-	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
 	struct ibv_ah *ah;
-	struct ibv_sge sge;
-	struct ibv_recv_wr rwr, *bad_r;
-	struct ibv_send_wr swr, *bad_s;
 	struct ibv_wc wc;
 	int i;
 
@@ -470,44 +628,13 @@ static void test_ud_srq(void **state)
 	assert_non_null(srq);
 	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	assert_non_null(mr);
-	struct ibv_qp_init_attr ia = {
-	    .send_cq = cq,
-	    .recv_cq = cq,
-	    .qp_type = IBV_QPT_UD,
-	    .cap = {.max_send_wr = 8,
-		    .max_recv_wr = 8,
-		    .max_send_sge = 1,
-		    .max_recv_sge = 1},
-	};
-	a = ibv_create_qp(pd, &ia);
-	assert_non_null(a);
-	ia.srq = srq;
-	b = ibv_create_qp(pd, &ia);
-	assert_non_null(b);
-	assert_ptr_equal(b->srq, srq);
-	to_init(a, 0);
-	to_init(b, 0);
-	to_rts(a, 0);
-	to_rts(b, 0);
-
-	sge = (struct ibv_sge){(uintptr_t)(buf + 4096), 4096, mr->lkey};
-	rwr = (struct ibv_recv_wr){.wr_id = 31, .sg_list = &sge, .num_sge = 1};
-	assert_int_equal(ibv_post_srq_recv(srq, &rwr, &bad_r), 0);
-
-	assert_int_equal(ibv_query_gid(ctx, 1, 1, &aa.grh.dgid), 0);
-	aa.grh.sgid_index = 1;
-	ah = ibv_create_ah(pd, &aa);
-	assert_non_null(ah);
+	a = ud_qp(pd, cq, NULL, 8);
+	b = ud_qp(pd, cq, srq, 8);
+	srq_recv(srq, 31, buf + 4096, 4096, mr);
+	ah = ah_to_self(pd);
 	for (i = 0; i < 256; i++)
 		buf[i] = (uint8_t)i;
-	sge = (struct ibv_sge){(uintptr_t)buf, 256, mr->lkey};
-	swr = (struct ibv_send_wr){.wr_id = 32,
-				   .sg_list = &sge,
-				   .num_sge = 1,
-				   .opcode = IBV_WR_SEND,
-				   .send_flags = IBV_SEND_SIGNALED,
-				   .wr.ud = {ah, b->qp_num, 0x11111111}};
-	assert_int_equal(ibv_post_send(a, &swr, &bad_s), 0);
+	ud_send(a, 32, buf, 256, mr, ah, b->qp_num);
 	for (i = 0; i < 2; i++) {
 		poll_one(cq, &wc);
 		assert_int_equal(wc.status, IBV_WC_SUCCESS);
@@ -520,36 +647,7 @@ static void test_ud_srq(void **state)
 			assert_int_equal(wc.wr_id, 32);
 		}
 	}
-
-	/*
-	 * Async events: arm the SRQ limit above what is left, consume one
-	 * WQE; the engine's event arrives on the provider's async_fd and
-	 * libibverbs turns its element into our ibv_srq.
-	 */
-	for (i = 0; i < 2; i++) {
-		sge = (struct ibv_sge){(uintptr_t)(buf + 4096), 4096, mr->lkey};
-		rwr = (struct ibv_recv_wr){
-		    .wr_id = 40 + i, .sg_list = &sge, .num_sge = 1};
-		assert_int_equal(ibv_post_srq_recv(srq, &rwr, &bad_r), 0);
-	}
-	struct ibv_srq_attr sa = {.srq_limit = 2};
-	assert_int_equal(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT), 0);
-	sge = (struct ibv_sge){(uintptr_t)buf, 16, mr->lkey};
-	swr.wr_id = 33;
-	assert_int_equal(ibv_post_send(a, &swr, &bad_s), 0);
-	for (i = 0; i < 2; i++) {
-		poll_one(cq, &wc);
-		assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	}
-	struct pollfd pfd = {.fd = ctx->async_fd, .events = POLLIN};
-	assert_int_equal(poll(&pfd, 1, 5000), 1);
-	struct ibv_async_event ev;
-	assert_int_equal(ibv_get_async_event(ctx, &ev), 0);
-	assert_int_equal(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
-	assert_ptr_equal(ev.element.srq, srq);
-	ibv_ack_async_event(&ev);
-	assert_int_equal(srq->events_completed, 1);
-
+	srq_limit_event(srq, a, b, cq, ah, buf, mr);
 	assert_int_equal(ibv_destroy_qp(a), 0);
 	assert_int_equal(ibv_destroy_qp(b), 0);
 	assert_int_equal(ibv_destroy_ah(ah), 0);
@@ -564,8 +662,14 @@ static void test_comp_channel(void **state)
 {
 	int (*wfd_of)(int) =
 	    (int (*)(int))dlsym(RTLD_DEFAULT, "usb4v_shim_comp_channel_wfd");
+	static uint8_t buf[4096 + 64];
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq, *ev_cq;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
 	void *ev_ctx;
 
 	if (!wfd_of) {
@@ -591,44 +695,14 @@ static void test_comp_channel(void **state)
 	assert_int_equal(ibv_req_notify_cq(cq, 0), 0);
 
 	/* A loopback UD send to ourselves produces the completion. */
-	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	static uint8_t buf[4096 + 64];
-	struct ibv_mr *mr =
-	    ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
-	struct ibv_qp_init_attr ia = {
-	    .send_cq = cq,
-	    .recv_cq = cq,
-	    .qp_type = IBV_QPT_UD,
-	    .cap = {.max_send_wr = 4,
-		    .max_recv_wr = 4,
-		    .max_send_sge = 1,
-		    .max_recv_sge = 1},
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
-	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
-	struct ibv_ah *ah;
-	struct ibv_sge sge = {(uintptr_t)buf, 64, mr->lkey};
-	struct ibv_send_wr swr = {.sg_list = &sge,
-				  .num_sge = 1,
-				  .opcode = IBV_WR_SEND,
-				  .send_flags = IBV_SEND_SIGNALED},
-			   *bad_s;
-	struct ibv_wc wc;
-
-	assert_non_null(qp);
-	to_init(qp, 0);
-	to_rts(qp, 0);
-	assert_int_equal(ibv_query_gid(ctx, 1, 1, &aa.grh.dgid), 0);
-	aa.grh.sgid_index = 1;
-	ah = ibv_create_ah(pd, &aa);
-	assert_non_null(ah);
-	swr.wr.ud.ah = ah;
-	swr.wr.ud.remote_qpn = qp->qp_num;
-	swr.wr.ud.remote_qkey = 0x11111111;
+	pd = ibv_alloc_pd(ctx);
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	qp = ud_qp(pd, cq, NULL, 4);
+	ah = ah_to_self(pd);
 	struct ibv_sge rsge = {(uintptr_t)buf + 64, 4096, mr->lkey};
 	struct ibv_recv_wr rwr = {.sg_list = &rsge, .num_sge = 1}, *bad_r;
 	assert_int_equal(ibv_post_recv(qp, &rwr, &bad_r), 0);
-	assert_int_equal(ibv_post_send(qp, &swr, &bad_s), 0);
+	ud_send(qp, 0, buf, 64, mr, ah, qp->qp_num);
 	assert_int_equal(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
 	assert_ptr_equal(ev_cq, cq);
 	assert_ptr_equal(ev_ctx, (void *)0x77);
