@@ -9,7 +9,7 @@
 #          lifecycle  up / list / stat / set / down, lowest free index
 #          down_clean `down` leaves nothing: cable dir, segment, state dir
 #          parallel   concurrent `up`s get distinct device numbers
-#          exec_env   what `exec` sets up, exit status passthrough
+#          exec_env   what `exec` sets up (also --end), exit status passthrough
 # Cable names start with e2e<pid>-SECTION so that sections (and runs from
 # several build trees) can run in parallel.
 
@@ -90,6 +90,9 @@ misuse)
 	run 2 "missing '--'" exec --name "$c" true
 	run 2 "missing '--'" exec --name "$c"
 	run 2 "no command" exec --name "$c" --
+	run 2 "out of range" exec --name "$c" --end 2 -- true
+	run 2 "non-negative integer" exec --name "$c" --end x -- true
+	run 2 "does not apply" up --name "$c-2" --end 0
 	run 2 "live cable" set --name "$c" --ring-depth 64
 	run 2 "live cable" set --name "$c" --channels 2
 	run 2 "nothing to change" set --name "$c"
@@ -221,7 +224,7 @@ exec_env)
 	grep -qx "USB4V_SIM_CABLE=$c" "$E2E_LOGDIR/env" || e2e_fail "USB4V_SIM_CABLE not set"
 	drv=$(sed -n 's/^RDMAV_DRIVERS=//p' "$E2E_LOGDIR/env")
 	[[ $drv == /*/libusb4verbs ]] || e2e_fail "RDMAV_DRIVERS=$drv is not an absolute provider prefix"
-	[ -f "$drv-rdmav34.so" ] || e2e_fail "RDMAV_DRIVERS=$drv: $drv-rdmav34.so does not exist"
+	[ -f "$drv-rdmav${U4V_PABI:?}.so" ] || e2e_fail "RDMAV_DRIVERS=$drv: $drv-rdmav$U4V_PABI.so does not exist"
 	pre=$(sed -n 's/^LD_PRELOAD=//p' "$E2E_LOGDIR/env")
 	[[ $pre == /*/libusb4v-sim-shim.so ]] || e2e_fail "LD_PRELOAD=$pre"
 	# an existing LD_PRELOAD is kept, after the shim
@@ -230,6 +233,25 @@ exec_env)
 	# the shim only hides NETLINK_RDMA; the process otherwise works normally
 	out=$("$SIM" exec --name "$c" -- sh -c 'echo hello | cat')
 	[ "$out" = hello ] || e2e_fail "a pipeline under the shim printed '$out'"
+	# middleware looks for the device node and reads /sys itself (UCX):
+	# the node is a character device anyone may read and write, whichever
+	# libc call asks (dash's test: stat + faccessat, coreutils' test:
+	# euidaccess), and /sys/class/infiniband/DEV is the cable's tree
+	# (device usb4vsimN's node is uverbsN)
+	n0=/dev/infiniband/uverbs${D0#usb4vsim} n1=/dev/infiniband/uverbs${D1#usb4vsim}
+	out=$("$SIM" exec --name "$c" -- sh -c "test -c $n1 && test -r $n1 &&
+		test -w $n1 && /usr/bin/test -w $n0 && echo node-ok
+		cat /sys/class/infiniband/$D1/ports/1/gid_attrs/types/3
+		cat /sys/class/infiniband/$D1/node_desc" 2>&1)
+	want=$(printf 'node-ok\nRoCE v2\nusb4verbs software cable %s end 1' "$c")
+	[ "$out" = "$want" ] || e2e_fail "device node and /sys under exec: '$out'"
+	# --end E: that end's device alone, under end 0's name, on either end
+	for e in 0 1; do
+		out=$("$SIM" exec --name "$c" --end $e -- sh -c "ibv_devices | awk 'NR > 2 { print \$1 }'
+			cat /sys/class/infiniband/$D0/node_desc; test -w $n0 && echo node-ok" 2>&1)
+		want=$(printf '%s\nusb4verbs software cable %s end %s\nnode-ok' "$D0" "$c" $e)
+		[ "$out" = "$want" ] || e2e_fail "exec --end $e shows '$out', want '$want'"
+	done
 	;;
 
 *)

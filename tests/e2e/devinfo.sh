@@ -11,17 +11,11 @@
 here=$(cd "$(dirname "$0")" && pwd)
 E2E_TEST=devinfo # log tag, used by lib.sh
 tmo=30
-while [ $# -gt 0 ]; do
-	case $1 in
-	--name) E2E_TEST=$2; shift 2 ;;
-	--timeout) tmo=$2; shift 2 ;;
-	*) echo "devinfo.sh: unknown argument '$1'" >&2; exit 2 ;;
-	esac
-done
 # shellcheck source=lib.sh
 . "$here/lib.sh"
+e2e_opts "$@"
 
-command -v ibv_devinfo >/dev/null || e2e_die "ibv_devinfo is not installed (ibverbs-utils)"
+e2e_need ibv_devinfo ibverbs-utils
 cable=$E2E_ID-devinfo
 e2e_up "$cable"
 
@@ -35,7 +29,7 @@ expect() {
 }
 
 out=$E2E_LOGDIR/devices.log
-timeout -k 5 "$tmo" "$SIM" exec --name "$cable" -- ibv_devices >"$out" 2>&1
+e2e_exec "$cable" "$out" ibv_devices
 rc=$?
 e2e_show ibv_devices "$out"
 [ $rc -eq 0 ] || e2e_fail "ibv_devices exited with status $rc"
@@ -55,7 +49,7 @@ a1=$(end_addr "$D1")
 
 for dev in "$D0" "$D1"; do
 	out=$E2E_LOGDIR/devinfo-$dev.log
-	timeout -k 5 "$tmo" "$SIM" exec --name "$cable" -- ibv_devinfo -v -d "$dev" >"$out" 2>&1
+	e2e_exec "$cable" "$out" ibv_devinfo -v -d "$dev"
 	rc=$?
 	e2e_show "$dev" "$out"
 	[ $rc -eq 0 ] || e2e_fail "ibv_devinfo -v -d $dev exited with status $rc"
@@ -100,7 +94,7 @@ done
 # Both devices of one cable, and nothing else, are visible (real RDMA
 # devices of the host are hidden by the shim).
 out=$E2E_LOGDIR/list.log
-timeout -k 5 "$tmo" "$SIM" exec --name "$cable" -- ibv_devinfo -l >"$out" 2>&1
+e2e_exec "$cable" "$out" ibv_devinfo -l
 e2e_show "ibv_devinfo -l" "$out"
 expect "$out" "^2 HCAs found:" "exactly the cable's two devices are visible"
 

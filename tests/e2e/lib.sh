@@ -10,6 +10,8 @@ set -u
 
 : "${USB4V_SIM:?USB4V_SIM must point at the usb4v-sim binary}"
 SIM=$USB4V_SIM
+# shellcheck source=tools/cable-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../tools/cable-lib.sh"
 E2E_FAILS=0
 E2E_PIDS=()
 E2E_CABLES=()
@@ -31,20 +33,39 @@ e2e_die() {
 	exit 1
 }
 
+# e2e_need TOOL [PACKAGE]: fail unless TOOL is on PATH (PACKAGE has it).
+e2e_need() {
+	command -v "$1" >/dev/null ||
+		e2e_die "'$1' is not installed${2:+ ($2)}"
+}
+
+# e2e_exec CABLE OUT CMD...: CMD inside `usb4v-sim exec` on CABLE, killed
+# after the driver's $tmo seconds, its output into OUT; CMD's status (124:
+# timed out).
+e2e_exec() {
+	local cable=$1 out=$2
+
+	shift 2
+	timeout -k 5 "$tmo" "$SIM" exec --name "$cable" -- "$@" >"$out" 2>&1
+}
+
+# e2e_opts ARGS...: the options of a driver that takes no others:
+# --name TAG (the log tag, E2E_TEST) and --timeout S (the driver's tmo).
+# shellcheck disable=SC2034 # tmo is the driver's
+e2e_opts() {
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--name) E2E_TEST=$2; shift 2 ;;
+		--timeout) tmo=$2; shift 2 ;;
+		*) echo "$(basename "$0"): unknown argument '$1'" >&2; exit 2 ;;
+		esac
+	done
+}
+
 # Kill what we started (by pid, process group first), bring our cables down.
 e2e_cleanup() {
-	local pid c
-	for pid in "${E2E_PIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null
-	done
-	for pid in "${E2E_PIDS[@]}"; do
-		for _ in 1 2 3 4 5 6 7 8 9 10; do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.2
-		done
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
-	done
+	local c
+	cable_stop_pids "${E2E_PIDS[@]}"
 	for c in "${E2E_CABLES[@]}"; do
 		"$SIM" down --name "$c" >/dev/null 2>&1
 	done
@@ -58,13 +79,9 @@ trap 'exit 130' INT TERM
 # Bring down cables left by drivers that died without cleaning up (killed
 # by a CTest timeout): "e2e<pid>-..." whose pid is gone.
 e2e_sweep() {
-	local name pid
-	"$SIM" list 2>/dev/null | while read -r name _; do
-		[[ $name =~ ^e2e([0-9]+)- ]] || continue
-		pid=${BASH_REMATCH[1]}
-		kill -0 "$pid" 2>/dev/null && continue
-		"$SIM" down --name "$name" >/dev/null 2>&1 &&
-			e2e_log "removed stale cable $name"
+	local name
+	cable_sweep "$SIM" e2e | while read -r name; do
+		e2e_log "removed stale cable $name"
 	done
 }
 
@@ -76,8 +93,7 @@ e2e_up() {
 	"$SIM" down --name "$name" >/dev/null 2>&1
 	E2E_CABLES+=("$name")
 	out=$("$SIM" up --name "$name" "$@") || e2e_die "usb4v-sim up --name $name $* failed"
-	read -r D0 D1 <<<"$out"
-	[[ $D0 =~ ^usb4vsim[0-9]+$ && $D1 =~ ^usb4vsim[0-9]+$ ]] ||
+	cable_devs "$out" ||
 		e2e_die "usb4v-sim up printed '$out', not two device names"
 	e2e_log "cable $name: $D0 <-> $D1"
 }
@@ -85,10 +101,7 @@ e2e_up() {
 # Is TCP port $1 in LISTEN state (IPv4 or IPv6)?
 # (The server is started only after this says no, see run_pair.sh.)
 e2e_listening() {
-	local hex
-	hex=$(printf '%04X' "$1")
-	awk -v p=":$hex" 'NR > 1 && $4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' \
-		/proc/net/tcp /proc/net/tcp6 2>/dev/null
+	cable_tcp_listening "$1"
 }
 
 # e2e_addrs NAME: the IPv4 addresses of the cable's ends into A0 and A1.

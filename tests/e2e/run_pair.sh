@@ -6,7 +6,7 @@
 #
 #   run_pair.sh --name TEST [--port P] [--timeout S] [--expect REGEX]...
 #               [--up "UP OPTIONS"] [--wait tcp|cm] [--crossed "B0 B1"]
-#               -- SERVER CMD... ::: CLIENT CMD...
+#               [--ends] -- SERVER CMD... ::: CLIENT CMD...
 #
 # In both commands @D0@ / @D1@ become the cable's device names (server runs
 # on end 0, client on end 1), @A0@ / @A1@ the ends' addresses and @PORT@ the
@@ -14,6 +14,8 @@
 # (--wait tcp, the default: perftest's and the pingpongs' side channel) or
 # in rdma_cm (--wait cm: an rdma_cm listener of the cable). With --crossed,
 # end 0 must have received at least B0 bytes over the cable and end 1 B1.
+# With --ends each side runs in its own end's view (usb4v-sim exec --end),
+# where that end's device alone is visible, named @D0@ on both.
 # "@SEMI@" in a command becomes ";" (CMake cannot pass one). The cable is named
 # after the driver's pid and the port (e2e<pid>-<port>) so that tests, and
 # test runs of several build trees, can run in parallel. Every
@@ -34,6 +36,7 @@ expects=()
 upopts=()
 wait_kind=tcp
 crossed=
+views=("" "")
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -44,6 +47,7 @@ while [ $# -gt 0 ]; do
 	--up) read -r -a upopts <<<"$2"; shift 2 ;;
 	--wait) wait_kind=$2; shift 2 ;;
 	--crossed) crossed=$2; shift 2 ;;
+	--ends) views=("--end 0" "--end 1"); shift ;;
 	--) shift; break ;;
 	*) echo "run_pair.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
@@ -61,7 +65,7 @@ fi
 . "$here/lib.sh"
 
 for tool in timeout stdbuf "${server[0]}" "${client[0]}"; do
-	command -v "$tool" >/dev/null || e2e_die "'$tool' is not installed"
+	e2e_need "$tool"
 done
 
 listening() {
@@ -107,7 +111,8 @@ e2e_log "server: ${server[*]}"
 e2e_log "client: ${client[*]}"
 
 # stdbuf: keep what a killed (timed-out) tool printed.
-timeout -k 5 "$tmo" "$SIM" exec --name "$cable" -- stdbuf -oL -eL "${server[@]}" >"$slog" 2>&1 &
+# shellcheck disable=SC2086 # views[] are option words or nothing
+timeout -k 5 "$tmo" "$SIM" exec --name "$cable" ${views[0]} -- stdbuf -oL -eL "${server[@]}" >"$slog" 2>&1 &
 spid=$!
 E2E_PIDS+=("$spid")
 
@@ -126,7 +131,8 @@ if ! listening; then
 	e2e_die "server exited (status $?) before listening on port $port"
 fi
 
-timeout -k 5 "$tmo" "$SIM" exec --name "$cable" -- stdbuf -oL -eL "${client[@]}" >"$clog" 2>&1 &
+# shellcheck disable=SC2086
+timeout -k 5 "$tmo" "$SIM" exec --name "$cable" ${views[1]} -- stdbuf -oL -eL "${client[@]}" >"$clog" 2>&1 &
 cpid=$!
 E2E_PIDS+=("$cpid")
 wait "$cpid"
