@@ -21,6 +21,12 @@
 /* The XDomain header: route_hi, route_lo, length_sn, then the protocol. */
 #define TBE_XD_HDR 12
 #define TBE_XD_MIN (TBE_XD_HDR + UUID_SIZE)
+/*
+ * usb4verbs' packets (like ThunderboltIP's) go on with the initiator's and
+ * the target's UUIDs, then a type word; a response has bit 8 set in it.
+ */
+#define TBE_XD_TYPE (TBE_XD_MIN + 2 * UUID_SIZE)
+#define TBE_XD_TYPE_RESP 0x100
 
 struct tbe_pkt {
 	struct work_struct work;
@@ -134,13 +140,32 @@ static void tbe_garble(u8 *p, size_t from, size_t size)
 	tbe_garble_seed = x;
 }
 
-/* Put a packet of host h on the cable: the other host takes it in order. */
-static int tbe_ctl_tx(struct tbe_host *h, const void *buf, size_t size,
-		      enum tb_cfg_pkg_type type)
+/*
+ * Whether the counted faults may hit this packet. Other traffic (a live
+ * set sent again, a response still on its way) must not use up a fault
+ * that a test arms for one exchange.
+ */
+static bool tbe_xd_targeted(const u32 *buf, size_t size)
 {
-	bool req = type == TB_CFG_PKG_XDOMAIN_REQ;
+	u32 type = READ_ONCE(tbe_xd_fault_type);
+
+	if (!type)
+		return true;
+	return size >= TBE_XD_TYPE + sizeof(u32) &&
+	       (buf[TBE_XD_TYPE / 4] & ~TBE_XD_TYPE_RESP) == type;
+}
+
+/*
+ * Put a packet of host h on the cable: the other host takes it in order.
+ * req: sent by tb_xdomain_request(), not tb_xdomain_response() (both use
+ * the RESP type for their protocols, like thunderbolt-net).
+ */
+static int tbe_ctl_tx(struct tbe_host *h, const void *buf, size_t size,
+		      enum tb_cfg_pkg_type type, bool req)
+{
 	struct tbe_host *to;
 	struct tbe_pkt *pkt;
+	bool target;
 
 	/* what the core's tb_ctl_tx() refuses (with a warning) */
 	if (size % 4 || size > TBE_CTL_MAX) {
@@ -157,16 +182,17 @@ static int tbe_ctl_tx(struct tbe_host *h, const void *buf, size_t size,
 	pkt->size = size;
 	memcpy(pkt->buf, buf, size);
 	pkt->buf[0] |= BIT(31);
-	if (tbe_fault(&tbe_xd_garble))
+	target = tbe_xd_targeted(pkt->buf, size);
+	if (target && tbe_fault(req ? &tbe_xd_garble_req : &tbe_xd_garble_resp))
 		tbe_garble((u8 *)pkt->buf, max(READ_ONCE(tbe_xd_garble_from),
 					       TBE_XD_MIN), size);
-	if (tbe_fault(&tbe_xd_delay_count))
+	if (target && tbe_fault(&tbe_xd_delay_count))
 		pkt->delay_ms = clamp(READ_ONCE(tbe_xd_delay_ms), 0, 10000);
 	h->stats.xd_tx++;
 	spin_lock(&tbe_cable_lock);
 	to = tbe_peer(h);
 	if (to && READ_ONCE(tbe_xd_mute) != h->index &&
-	    !tbe_fault(req ? &tbe_xd_drop_req : &tbe_xd_drop_resp)) {
+	    !(target && tbe_fault(req ? &tbe_xd_drop_req : &tbe_xd_drop_resp))) {
 		pkt->to = to;
 		queue_work(to->rx_wq, &pkt->work);
 		pkt = NULL;
@@ -182,7 +208,8 @@ static int tbe_ctl_tx(struct tbe_host *h, const void *buf, size_t size,
 int tb_xdomain_response(struct tb_xdomain *xd, const void *response,
 			size_t size, enum tb_cfg_pkg_type type)
 {
-	return tbe_ctl_tx(tbe_host_of_tb(xd->tb), response, size, type);
+	return tbe_ctl_tx(tbe_host_of_tb(xd->tb), response, size, type,
+			  false);
 }
 EXPORT_SYMBOL_GPL(tb_xdomain_response);
 
@@ -206,7 +233,7 @@ int tb_xdomain_request(struct tb_xdomain *xd, const void *request,
 	mutex_lock(&h->ctl_lock);
 	list_add_tail(&req.list, &h->requests);
 	mutex_unlock(&h->ctl_lock);
-	ret = tbe_ctl_tx(h, request, request_size, request_type);
+	ret = tbe_ctl_tx(h, request, request_size, request_type, true);
 	if (!ret && !wait_for_completion_timeout(&req.done,
 						 msecs_to_jiffies(timeout_msec)))
 		ret = -ETIMEDOUT;

@@ -24,18 +24,13 @@
  * DMA fault (the descriptor is not processed).
  */
 #include <linux/kthread.h>
+#include <linux/sched.h>
 #include <linux/delay.h>
 #include <linux/io.h>
 #include <linux/mm.h>
 
 #include "tbemu.h"
 
-#define TBE_FRAME 4096u
-#define TBE_DESC_CRC_ERROR 0x1
-#define TBE_DESC_COMPLETED 0x2
-#define TBE_DESC_POSTED 0x4
-#define TBE_DESC_OVERRUN 0x4 /* RX, written back */
-#define TBE_DESC_INTERRUPT 0x8
 #define TBE_BUDGET 64	     /* descriptors per ring per scan */
 #define TBE_IDLE_SCANS 10000 /* ~0.2 s of fast scans */
 
@@ -44,6 +39,15 @@ static DECLARE_WAIT_QUEUE_HEAD(tbe_dma_wq);
 static bool tbe_dma_woken; /* a ring started or paths came up */
 
 enum tbe_verdict { TBE_SENT, TBE_LOST, TBE_WAIT };
+
+/* What the shim got wrong: counted, and said in the kernel log. */
+#define tbe_refuse(h, what, fmt, ...)                                        \
+	do {                                                                 \
+		(h)->stats.what++;                                           \
+		dev_notice_ratelimited(&(h)->pdev->dev,                      \
+				       "DMA refused (" #what "): " fmt "\n", \
+				       ##__VA_ARGS__);                       \
+	} while (0)
 
 /* The kernel address of DMA range [dma, dma + len): RAM only. */
 static void *tbe_dma_va(u64 dma, size_t len)
@@ -83,7 +87,8 @@ static struct tbe_desc *tbe_desc(struct tbe_host *h, const struct tbe_hw *hw,
 					sizeof(*d));
 
 	if (!d)
-		h->stats.dma_fault++;
+		tbe_refuse(h, dma_fault, "descriptor %u at %#llx outside RAM",
+			   pos, hw->base + pos * sizeof(*d));
 	return d;
 }
 
@@ -117,7 +122,9 @@ static enum tbe_verdict tbe_rx(struct tbe_host *to, struct tbe_ring *r,
 
 	tbe_hw_read(to, false, r->ring.hop, &hw);
 	if ((hw.reg & 0xffff) >= hw.size) {
-		to->stats.bad_doorbell++;
+		tbe_refuse(to, bad_doorbell,
+			   "RX ring %d consumer %u outside its %u descriptors",
+			   r->ring.hop, hw.reg & 0xffff, hw.size);
 		return TBE_LOST;
 	}
 	/* posted: [hw, consumer register) */
@@ -133,24 +140,31 @@ static enum tbe_verdict tbe_rx(struct tbe_host *to, struct tbe_ring *r,
 		return TBE_LOST;
 	lf = READ_ONCE(d->len_flags);
 	if (!(TBE_DESC_FLAGS(lf) & TBE_DESC_POSTED)) {
-		to->stats.not_posted++;
+		tbe_refuse(to, not_posted, "RX ring %d descriptor %u not posted",
+			   r->ring.hop, r->hw);
 		return TBE_LOST;
 	}
 	if (!(hw.flags & TBE_RING_RAW) &&
 	    (!((hw.masks >> 16) & BIT(sof)) || !(hw.masks & BIT(eof)))) {
-		to->stats.pdf++;
+		tbe_refuse(to, pdf, "RX ring %d: PDFs %u/%u outside masks %#x",
+			   r->ring.hop, sof, eof, hw.masks);
 		return TBE_LOST;
 	}
 	copy = min(len, hw.fsize);
 	dst = tbe_dma_va(READ_ONCE(d->phys), copy);
 	if (!dst) {
-		to->stats.dma_fault++;
+		tbe_refuse(to, dma_fault,
+			   "RX ring %d descriptor %u: buffer %#llx outside RAM",
+			   r->ring.hop, r->hw, READ_ONCE(d->phys));
 		return TBE_LOST;
 	}
 	memcpy(dst, src, copy);
 	flags = TBE_DESC_COMPLETED | (len > copy ? TBE_DESC_OVERRUN : 0) |
 		(tbe_fault(&tbe_crc_errors) ? TBE_DESC_CRC_ERROR : 0);
-	to->stats.overrun += len > copy;
+	if (len > copy)
+		tbe_refuse(to, overrun,
+			   "RX ring %d descriptor %u: %u-byte frame, %u-byte buffer",
+			   r->ring.hop, r->hw, len, copy);
 	d->time = 0;
 	/* the payload before the descriptor that says it is there */
 	smp_store_release(&d->len_flags, (copy & 0xfff) | eof << 12 |
@@ -175,7 +189,8 @@ static enum tbe_verdict tbe_tx(struct tbe_host *h, int hop, u32 lf, u64 phys,
 
 	src = tbe_dma_va(phys, len);
 	if (!src) {
-		h->stats.dma_fault++;
+		tbe_refuse(h, dma_fault, "TX ring %d: buffer %#llx+%u outside RAM",
+			   hop, phys, len);
 		return TBE_LOST;
 	}
 	if (!t) {
@@ -208,7 +223,9 @@ static bool tbe_tx_ring(struct tbe_host *h, struct tbe_ring *r)
 	prod = hw.reg >> 16;
 	if (prod >= hw.size) {
 		if (hw.reg != r->seen)
-			h->stats.bad_doorbell++;
+			tbe_refuse(h, bad_doorbell,
+				   "TX ring %d producer %u outside its %u descriptors",
+				   hop, prod, hw.size);
 		r->seen = hw.reg;
 		return false;
 	}
@@ -220,7 +237,9 @@ static bool tbe_tx_ring(struct tbe_host *h, struct tbe_ring *r)
 		if (!(TBE_DESC_FLAGS(lf) & TBE_DESC_POSTED)) {
 			/* counted once: the ring waits for the driver */
 			if (r->seen != (hw.reg | BIT(0)))
-				h->stats.not_posted++;
+				tbe_refuse(h, not_posted,
+					   "TX ring %d descriptor %u not posted",
+					   hop, r->hw);
 			r->seen = hw.reg | BIT(0);
 			break;
 		}
@@ -244,8 +263,11 @@ static void tbe_stopped_ring(struct tbe_host *h, struct tbe_ring *r)
 {
 	u32 reg = ioread32(tbe_ring_slot(h, r->ring.is_tx, r->ring.hop) + 8);
 
-	if (reg != r->seen)
-		h->stats.stopped_doorbell++;
+	/* 0: the driver clearing the index before it starts the ring */
+	if (reg != r->seen && reg)
+		tbe_refuse(h, stopped_doorbell,
+			   "%s ring %d not running: write of %#x ignored",
+			   r->ring.is_tx ? "TX" : "RX", r->ring.hop, reg);
 	r->seen = reg;
 }
 
@@ -314,7 +336,15 @@ void tbe_dma_kick(void)
 int tbe_dma_start(void)
 {
 	tbe_dma_task = kthread_run(tbe_dma_thread, NULL, "tbemu-dma");
-	return PTR_ERR_OR_ZERO(tbe_dma_task);
+	/*
+	 * The NHI's DMA runs beside the CPUs, not on them: as an ordinary
+	 * thread it waits behind the processes that busy-poll for its
+	 * frames (tens of ms under TCG), longer than a QP's ACK timeout.
+	 */
+	if (IS_ERR(tbe_dma_task))
+		return PTR_ERR(tbe_dma_task);
+	sched_set_fifo_low(tbe_dma_task);
+	return 0;
 }
 
 void tbe_dma_stop(void)

@@ -32,16 +32,23 @@ unsigned int tbe_max_tunnels = 8;
 module_param_named(max_tunnels, tbe_max_tunnels, uint, 0644);
 MODULE_PARM_DESC(max_tunnels, "DMA tunnels per host (firmware CMs: 1)");
 
+bool tbe_net;
+module_param_named(net, tbe_net, bool, 0444);
+MODULE_PARM_DESC(net, "A net device per host over the cable, as thunderbolt-net's (net.c)");
+
 /* Faults: each count is used up by the events it hits. */
 int tbe_xd_drop_req;
 module_param_named(xd_drop_req, tbe_xd_drop_req, int, 0644);
-MODULE_PARM_DESC(xd_drop_req, "Drop the next N XDomain requests");
+MODULE_PARM_DESC(xd_drop_req, "Lose the next N tb_xdomain_request() packets");
 int tbe_xd_drop_resp;
 module_param_named(xd_drop_resp, tbe_xd_drop_resp, int, 0644);
-MODULE_PARM_DESC(xd_drop_resp, "Drop the next N XDomain responses");
-int tbe_xd_garble;
-module_param_named(xd_garble, tbe_xd_garble, int, 0644);
-MODULE_PARM_DESC(xd_garble, "Scramble the next N XDomain packets");
+MODULE_PARM_DESC(xd_drop_resp, "Lose the next N tb_xdomain_response() packets");
+int tbe_xd_garble_req;
+module_param_named(xd_garble_req, tbe_xd_garble_req, int, 0644);
+MODULE_PARM_DESC(xd_garble_req, "Scramble the next N requests");
+int tbe_xd_garble_resp;
+module_param_named(xd_garble_resp, tbe_xd_garble_resp, int, 0644);
+MODULE_PARM_DESC(xd_garble_resp, "Scramble the next N responses");
 int tbe_xd_garble_from = 28;
 module_param_named(xd_garble_from, tbe_xd_garble_from, int, 0644);
 MODULE_PARM_DESC(xd_garble_from,
@@ -55,6 +62,10 @@ MODULE_PARM_DESC(xd_delay_ms, "Delay of the delayed XDomain packets");
 int tbe_xd_delay_count;
 module_param_named(xd_delay_count, tbe_xd_delay_count, int, 0644);
 MODULE_PARM_DESC(xd_delay_count, "Delay the next N XDomain packets");
+int tbe_xd_fault_type;
+module_param_named(xd_fault_type, tbe_xd_fault_type, int, 0644);
+MODULE_PARM_DESC(xd_fault_type,
+		 "Counted XDomain faults hit only packets of this usb4verbs type, request or response (0: all)");
 int tbe_refuse_hopid;
 module_param_named(refuse_hopid, tbe_refuse_hopid, int, 0644);
 MODULE_PARM_DESC(refuse_hopid, "Fail the next N HopID allocations");
@@ -179,6 +190,24 @@ static const struct kernel_param_ops tbe_stats_ops = {
 module_param_cb(stats, &tbe_stats_ops, NULL, 0444);
 MODULE_PARM_DESC(stats, "Per-host counters of the DMA engine and XDomain");
 
+/* Reading it runs the DMA engine's own check (check.c): its report. */
+static int tbe_dma_check_get(char *buf, const struct kernel_param *kp)
+{
+	int n;
+
+	mutex_lock(&tbe_lock);
+	n = tbe_dma_check(buf);
+	mutex_unlock(&tbe_lock);
+	return n;
+}
+
+static const struct kernel_param_ops tbe_dma_check_ops = {
+	.get = tbe_dma_check_get,
+};
+module_param_cb(dma_check, &tbe_dma_check_ops, NULL, 0444);
+MODULE_PARM_DESC(dma_check,
+		 "Read: break each DMA rule once on a ring pair of its own");
+
 /* The NHI: its registers in BAR 0, as the shim maps them for direct mode. */
 static int tbe_nhi_init(struct tbe_host *h, struct pci_dev *pdev)
 {
@@ -297,6 +326,9 @@ static int __init tbe_init(void)
 
 	if (ret)
 		return ret;
+	ret = tbe_net ? tbe_net_init() : 0;
+	if (ret)
+		goto bus;
 	ret = tbe_dma_start();
 	if (!ret) {
 		ret = pci_register_driver(&tbe_pci_driver);
@@ -304,6 +336,9 @@ static int __init tbe_init(void)
 			return 0;
 		tbe_dma_stop();
 	}
+	if (tbe_net)
+		tbe_net_exit();
+bus:
 	tbe_bus_exit();
 	return ret;
 }
@@ -312,6 +347,8 @@ static void __exit tbe_exit(void)
 {
 	pci_unregister_driver(&tbe_pci_driver);
 	tbe_dma_stop();
+	if (tbe_net)
+		tbe_net_exit();
 	tbe_bus_exit();
 }
 

@@ -18,13 +18,13 @@ static int tbe_alloc_hopid(struct ida *ida, int hopid, unsigned int max)
 {
 	if (tbe_fault(&tbe_refuse_hopid))
 		return -ENOSPC;
+	/* the one asked for is taken: the next free one is handed out */
+	if (hopid >= TBE_MIN_HOPID && hopid < max && tbe_fault(&tbe_hopid_busy))
+		hopid++;
 	if (hopid < 0)
 		hopid = TBE_MIN_HOPID;
 	if (hopid < TBE_MIN_HOPID || hopid > max)
 		return -EINVAL;
-	/* the preferred one is taken: the next free one is handed out */
-	if (hopid < max && tbe_fault(&tbe_hopid_busy))
-		hopid++;
 	return ida_alloc_range(ida, hopid, max, GFP_KERNEL);
 }
 

@@ -51,6 +51,12 @@ struct tbe_desc {
 #define TBE_DESC_SOF(lf) (((lf) >> 16) & 0xf)
 #define TBE_DESC_FLAGS(lf) ((lf) >> 20)
 #define TBE_FLAGS_SHIFT 20
+#define TBE_DESC_CRC_ERROR 0x1
+#define TBE_DESC_COMPLETED 0x2
+#define TBE_DESC_POSTED 0x4
+#define TBE_DESC_OVERRUN 0x4 /* RX, written back */
+#define TBE_DESC_INTERRUPT 0x8
+#define TBE_FRAME 4096u
 
 /* A ring as tb_ring_alloc_*() hands it out, and its DMA engine state. */
 struct tbe_ring {
@@ -112,9 +118,11 @@ extern struct mutex tbe_engine_lock;
 extern spinlock_t tbe_cable_lock;
 extern unsigned int tbe_hop_count, tbe_msix_vectors, tbe_max_hopid;
 extern unsigned int tbe_max_tunnels;
-extern int tbe_xd_drop_req, tbe_xd_drop_resp, tbe_xd_garble;
+extern int tbe_xd_drop_req, tbe_xd_drop_resp, tbe_xd_garble_req;
+extern int tbe_xd_garble_resp;
 extern int tbe_xd_garble_from, tbe_xd_mute, tbe_xd_delay_ms;
-extern int tbe_xd_delay_count, tbe_refuse_hopid, tbe_hopid_busy;
+extern int tbe_xd_delay_count, tbe_xd_fault_type, tbe_refuse_hopid;
+extern int tbe_hopid_busy;
 extern int tbe_refuse_paths, tbe_crc_errors;
 bool tbe_fault(int *count);
 struct tbe_host *tbe_peer(struct tbe_host *h);
@@ -159,9 +167,17 @@ static inline struct tbe_ring *tbe_ring(struct tb_ring *ring)
 	return container_of(ring, struct tbe_ring, ring);
 }
 
+/* check.c */
+int tbe_dma_check(char *buf);
+
 /* dma.c */
 int tbe_dma_start(void);
 void tbe_dma_stop(void);
+
+/* net.c */
+extern bool tbe_net;
+int tbe_net_init(void);
+void tbe_net_exit(void);
 void tbe_dma_kick(void);
 
 #endif

@@ -26,6 +26,8 @@ for m in $(cat /lib/modules/order); do
 	insmod /lib/modules/$m 2>/tmp/insmod.err || { cat /tmp/insmod.err; rc=1; }
 done
 step modules_distro $rc
+u4v_netdevs
+step netdevs $?
 u4v_load
 step load_usb4verbs $?
 devs=$(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')

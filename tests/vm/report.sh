@@ -5,6 +5,7 @@ LOG=$1
 tr -d '\r' <"$LOG" | awk '
 /^U4V-STEP/ { n[$3]++ }
 /^PERF / { bw[$2] = $3 }
+/^U4V-PYVERBS / { pyv[$2] = $0; sub(/^U4V-PYVERBS [^ ]+ /, "", pyv[$2]) }
 END {
 	printf "steps: %d pass, %d fail, %d skip\n", n["PASS"], n["FAIL"], n["SKIP"]
 	split("write_bw read_bw send_bw_e atomic_bw", t, " ")
@@ -17,4 +18,6 @@ END {
 	if (bw["direct_write_bw"] != "" && bw["usb4v_write_bw"] != "")
 		printf "PERF-DIRECT write_bw    direct %8s MB/s  safe %8s MB/s\n",
 			bw["direct_write_bw"], bw["usb4v_write_bw"]
+	for (d in pyv)
+		printf "PYVERBS %-6s %s\n", d, pyv[d]
 }'
