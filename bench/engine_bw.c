@@ -6,11 +6,13 @@
  *
  *   engine_bw [--op write|read|send] [-q QPS] [-t THREADS] [-s SIZE]
  *             [-n ITERS] [-w WINDOW] [-r GBITS] [--drop P] [--stranded P]
- *             [--lat] [--seconds S]
+ *             [--lat] [--idle] [--seconds S]
  *
  * -q QPs share one context; -t threads each drive their own QPs (-q is
  * then per thread). --lat measures the round trip of an 8-byte RC send
- * with polling instead. Prints one result line (key=value).
+ * with polling instead. --idle connects the QPs and then leaves both
+ * contexts idle for S seconds: what an idle context costs (its progress
+ * thread). Prints one result line (key=value).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,18 +31,21 @@
 #include <usb4verbs/engine.h>
 #include <usb4verbs/sim.h>
 
+#include "u4vt.h"
+
 #define MAXQ 64
 #define GRANULE 4032.0 /* payload per frame, see wire.h */
 #define HDR 16.0
 
 static struct {
 	enum { OP_WRITE, OP_READ, OP_SEND } op;
-	int qps, threads, window, lat;
+	int qps, threads, window, lat, idle;
 	size_t size;
 	long iters;
 	double rate_gbps, drop, stranded, seconds;
 	char shm[64];
-} opt = { OP_WRITE, 1, 1, 32, 0, 65536, 0, 20, 0, 0, 3 };
+} opt = { .op = OP_WRITE, .qps = 1, .threads = 1, .window = 32,
+	    .size = 65536, .rate_gbps = 20, .seconds = 3 };
 
 struct exch {
 	uint32_t qpn[MAXQ];
@@ -47,12 +53,15 @@ struct exch {
 	uint32_t rkey;
 };
 
-static uint64_t now_ns(void)
+/* CPU time (user + system) of this process, all its threads, in ns. */
+static uint64_t cpu_ns(void)
 {
-	struct timespec ts;
+	struct rusage ru;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	getrusage(RUSAGE_SELF, &ru);
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
+		       1000000000ull +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
 }
 
 static void die(const char *what, int err)
@@ -113,37 +122,13 @@ static void open_end(struct end *e, uint32_t which, int nqp)
 
 static void connect_qp(struct u4v_qp *qp, uint32_t remote)
 {
-	struct ibv_qp_attr a;
+	struct u4vt_conn c;
 	int ret;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			    IBV_ACCESS_LOCAL_WRITE;
-	ret = u4v_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_4096;
-	a.dest_qp_num = remote;
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = 12;
-	a.ah_attr.port_num = 1;
-	ret = ret ? ret : u4v_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-				      IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				      IBV_QP_MIN_RNR_TIMER);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 16;
-	ret = ret ? ret : u4v_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-				      IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				      IBV_QP_RNR_RETRY |
-				      IBV_QP_MAX_QP_RD_ATOMIC);
+	u4vt_conn_default(&c, remote);
+	c.psn = 0;
+	c.min_rnr_timer = 12;
+	ret = u4vt_eng_connect(qp, IBV_QPT_RC, &c);
 	if (ret)
 		die("modify_qp", ret);
 }
@@ -175,7 +160,7 @@ static void *drive(void *arg)
 	struct end *e = w->e;
 	long posted[MAXQ] = { 0 }, done[MAXQ] = { 0 };
 	bool finished[MAXQ] = { 0 };
-	uint64_t end = now_ns() + (uint64_t)(opt.seconds * 1e9);
+	uint64_t end = u4vt_now_ns() + (uint64_t)(opt.seconds * 1e9);
 	struct ibv_wc wc[32];
 	int q, live = w->count;
 
@@ -192,7 +177,7 @@ static void *drive(void *arg)
 			if (finished[q])
 				continue;
 			stop = (opt.iters && posted[q] >= opt.iters) ||
-				    (!opt.iters && now_ns() > end);
+				    (!opt.iters && u4vt_now_ns() > end);
 
 			wr.sg_list = &sge;
 			wr.num_sge = 1;
@@ -248,7 +233,7 @@ static int target(int rfd, int wfd)
 	if (opt.op == OP_SEND || opt.lat) {
 		/* SEND needs receives and a poller; latency echoes */
 		struct ibv_wc wc[32];
-		uint64_t stop = now_ns() + (uint64_t)(opt.seconds * 4e9) +
+		uint64_t stop = u4vt_now_ns() + (uint64_t)(opt.seconds * 4e9) +
 				2000000000ull;
 		unsigned long spins = 0;
 
@@ -256,7 +241,7 @@ static int target(int rfd, int wfd)
 			post_recvs(&e, i, 1000);
 		if (write(wfd, "r", 1) != 1)
 			die("ready", EPIPE);
-		while (now_ns() < stop) {
+		while (u4vt_now_ns() < stop) {
 			for (i = 0; i < nq; i++) {
 				int n = u4v_poll_cq(e.cq[i], 32, wc), k;
 
@@ -293,13 +278,39 @@ static int target(int rfd, int wfd)
 			}
 		}
 	} else {
+		uint64_t cpu0 = cpu_ns(), cpu;
+
 		if (write(wfd, "r", 1) != 1)
 			die("ready", EPIPE);
 		/* passive: the progress thread serves WRITE and READ */
 		if (read(rfd, &c, 1) < 0)
 			die("wait", errno);
+		cpu = cpu_ns() - cpu0;
+		if (opt.idle && write(wfd, &cpu, sizeof(cpu)) != sizeof(cpu))
+			die("report", EPIPE);
 	}
 	return 0;
+}
+
+/* Both contexts idle for opt.seconds: the CPU their threads take. */
+static void idle(int rfd, int wfd)
+{
+	uint64_t t0 = u4vt_now_ns(), cpu0 = cpu_ns(), mine, theirs, secs;
+	struct timespec ts = { (time_t)opt.seconds,
+			       (long)((opt.seconds - (double)(time_t)opt.seconds) *
+				      1e9) };
+
+	while (nanosleep(&ts, &ts))
+		;
+	mine = cpu_ns() - cpu0;
+	secs = u4vt_now_ns() - t0;
+	if (write(wfd, "x", 1) != 1 ||
+	    read(rfd, &theirs, sizeof(theirs)) != sizeof(theirs))
+		die("idle report", EPIPE);
+	printf("engine_idle: seconds=%.3f initiator_cpu_s=%.4f "
+	       "target_cpu_s=%.4f cpu_pct_per_context=%.3f\n",
+	       (double)secs / 1e9, (double)mine / 1e9, (double)theirs / 1e9,
+	       100.0 * (double)(mine + theirs) / 2.0 / (double)secs);
 }
 
 static void latency(struct end *e)
@@ -308,7 +319,7 @@ static void latency(struct end *e)
 	struct ibv_send_wr wr = { 0 }, *bad;
 	struct ibv_wc wc[4];
 	long i, n = opt.iters ? opt.iters : 20000;
-	uint64_t t0 = now_ns(), t1;
+	uint64_t t0 = u4vt_now_ns(), t1;
 
 	post_recvs(e, 0, 1000);
 	wr.sg_list = &sge;
@@ -319,7 +330,7 @@ static void latency(struct end *e)
 		int got = 0;
 
 		if (i == 0)
-			t0 = now_ns();
+			t0 = u4vt_now_ns();
 		if (u4v_post_send(e->qp[0], &wr, &bad))
 			die("post", EIO);
 		while (!got) {
@@ -332,7 +343,7 @@ static void latency(struct end *e)
 				}
 		}
 	}
-	t1 = now_ns();
+	t1 = u4vt_now_ns();
 	printf("engine_lat: op=send size=8 iters=%ld rate_gbps=%g "
 	       "rtt_us=%.2f\n",
 	       n, opt.rate_gbps, (double)(t1 - t0) / (double)n / 1000.0);
@@ -363,7 +374,11 @@ static int initiator(int rfd, int wfd)
 		latency(&e);
 		return 0;
 	}
-	t0 = now_ns();
+	if (opt.idle) {
+		idle(rfd, wfd);
+		return 0;
+	}
+	t0 = u4vt_now_ns();
 	for (i = 0; i < opt.threads; i++) {
 		w[i] = (struct worker){ &e, &theirs, i * opt.qps, opt.qps, 0, 0 };
 		pthread_create(&th[i], NULL, drive, &w[i]);
@@ -372,7 +387,7 @@ static int initiator(int rfd, int wfd)
 		pthread_join(th[i], NULL);
 		bytes += w[i].bytes;
 	}
-	t1 = now_ns();
+	t1 = u4vt_now_ns();
 	secs = (double)(t1 - t0) / 1e9;
 	gbps = (double)bytes * 8 / secs / 1e9;
 	cap = opt.rate_gbps * GRANULE / (GRANULE + HDR);
@@ -392,11 +407,11 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "op", 1, 0, 'o' },	   { "drop", 1, 0, 'D' },
 		{ "stranded", 1, 0, 'S' }, { "lat", 0, 0, 'L' },
-		{ "seconds", 1, 0, 'T' },  { 0, 0, 0, 0 }
+		{ "seconds", 1, 0, 'T' },  { "idle", 0, 0, 'I' },
+		{ 0, 0, 0, 0 }
 	};
 	struct u4l_sim_config cfg;
-	int a2b[2], b2a[2], c, status, ret;
-	pid_t pid;
+	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "q:t:s:n:w:r:", lo, NULL)) != -1) {
 		switch (c) {
@@ -414,6 +429,7 @@ int main(int argc, char **argv)
 		case 'D': opt.drop = atof(optarg); break;
 		case 'S': opt.stranded = atof(optarg); break;
 		case 'L': opt.lat = 1; break;
+		case 'I': opt.idle = 1; break;
 		case 'T': opt.seconds = atof(optarg); break;
 		default:
 			fprintf(stderr, "usage: see the comment in engine_bw.c\n");
@@ -432,19 +448,9 @@ int main(int argc, char **argv)
 	cfg.faults[0].stranded = cfg.faults[1].stranded = opt.stranded;
 	if ((ret = -u4l_sim_create(opt.shm, &cfg)))
 		die("sim_create", ret);
-	if (pipe(a2b) || pipe(b2a))
-		die("pipe", errno);
-	pid = fork();
-	if (pid == 0) {
-		close(a2b[1]);
-		close(b2a[0]);
-		_exit(target(a2b[0], b2a[1]));
-	}
-	close(a2b[0]);
-	close(b2a[1]);
-	ret = initiator(b2a[0], a2b[1]);
-	close(a2b[1]);
-	waitpid(pid, &status, 0);
+	ret = u4vt_fork_pair(target, initiator);
+	if (ret < 0)
+		die("fork", errno);
 	if (getenv("ENGINE_BW_COUNTERS")) {
 		struct u4l_counters c[2];
 

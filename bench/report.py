@@ -139,6 +139,16 @@ class Plotter:
         else:
             self.made.append(name + ".png")
 
+    def lines(self, name, blocks, titles, setup, tail=""):
+        """One line with min..max bars per block of (x, min, median, max)."""
+        if not blocks:
+            return
+        d = self.data(name, blocks)
+        plots = ", ".join(
+            f"'{d}' index {i} u 1:3:2:4 w yerrorlines lw 2 t '{t}'"
+            for i, t in enumerate(titles))
+        self.run(name, setup + "plot " + plots + tail + "\n")
+
     def cap_axes(self, ymax):
         """Left axis Gb/s, right axis the same scale as efficiency vs the
         wire's payload capacity, and the capacity drawn as a line."""
@@ -167,6 +177,18 @@ def series(pts, suite, metric, pred, xkey):
     return xs
 
 
+def series_each(pts, suite, metric, xkey, groups):
+    """The series of each (title, pred) in groups that has points, as the
+    blocks and titles pl.lines takes."""
+    blocks, titles = [], []
+    for title, pred in groups:
+        s = series(pts, suite, metric, pred, xkey)
+        if s:
+            blocks.append(s)
+            titles.append(title)
+    return blocks, titles
+
+
 def plot_all(pts, pl):
     cap = pl.cap
     ymax_bw = max([cap * 1.15] + [p["max"] * 1.1 for p in pts
@@ -175,91 +197,59 @@ def plot_all(pts, pl):
     # bandwidth vs size
     combos = [("write", "RC"), ("write", "UC"), ("send", "RC"),
               ("send", "UC"), ("send", "UD"), ("read", "RC")]
-    blocks, titles = [], []
-    for op, conn in combos:
-        s = series(pts, "bw_size", "gbps",
-                   lambda p, o=op, c=conn: p["op"] == o and p["conn"] == c,
-                   "size")
-        if s:
-            blocks.append([(x, mn, md, mx) for x, mn, md, mx in s])
-            titles.append(f"{op} {conn}")
-    if blocks:
-        d = pl.data("bw_size", blocks)
-        plots = ", ".join(
-            f"'{d}' index {i} u 1:3:2:4 w yerrorlines lw 2 t '{t}'"
-            for i, t in enumerate(titles))
-        pl.run("bw_size",
-               'set title "Bandwidth vs message size (perftest, one QP; '
-               'median, bars = min..max)"\n'
-               "set logscale x 2\nset format x '%.0s%cB'\n"
-               'set xlabel "message size"\nset ylabel "goodput [Gb/s]"\n'
-               + pl.cap_axes(ymax_bw) + "plot " + plots + pl.cap_line()
-               + "\n")
+    blocks, titles = series_each(
+        pts, "bw_size", "gbps", "size",
+        [(f"{op} {conn}",
+          lambda p, o=op, c=conn: p["op"] == o and p["conn"] == c)
+         for op, conn in combos])
+    pl.lines("bw_size", blocks, titles,
+             'set title "Bandwidth vs message size (perftest, one QP; '
+             'median, bars = min..max)"\n'
+             "set logscale x 2\nset format x '%.0s%cB'\n"
+             'set xlabel "message size"\nset ylabel "goodput [Gb/s]"\n'
+             + pl.cap_axes(ymax_bw), pl.cap_line())
     # latency vs size
-    blocks, titles = [], []
-    for tool in ("send_lat", "write_lat"):
-        s = series(pts, "lat_size", "lat_typical_us",
-                   lambda p, t=tool: p["point"].startswith(t + "/"), "size")
-        if s:
-            blocks.append(s)
-            titles.append(f"ib_{tool} RC (typical)")
-    if blocks:
-        d = pl.data("lat_size", blocks)
-        plots = ", ".join(
-            f"'{d}' index {i} u 1:3:2:4 w yerrorlines lw 2 t '{t}'"
-            for i, t in enumerate(titles))
-        pl.run("lat_size",
-               'set title "Latency vs message size (one-way, perftest '
-               'typical; median of reps, bars = min..max)"\n'
-               "set logscale xy\nset format x '%.0s%cB'\n"
-               'set xlabel "message size"\nset ylabel "latency [us]"\n'
-               "plot " + plots + "\n")
+    blocks, titles = series_each(
+        pts, "lat_size", "lat_typical_us", "size",
+        [(f"ib_{tool} RC (typical)",
+          lambda p, t=tool: p["point"].startswith(t + "/"))
+         for tool in ("send_lat", "write_lat")])
+    pl.lines("lat_size", blocks, titles,
+             'set title "Latency vs message size (one-way, perftest '
+             'typical; median of reps, bars = min..max)"\n'
+             "set logscale xy\nset format x '%.0s%cB'\n"
+             'set xlabel "message size"\nset ylabel "latency [us]"\n')
     # QP scaling
-    blocks, titles = [], []
     b1, _ = baseline(pts, "qp_scale", "1proc/1")
-    for pre, t in (("1proc/", "one process (perftest -q N)"),
-                   ("2proc/", "two perftest pairs at once (N/2 QPs each)")):
-        s = series(pts, "qp_scale", "gbps",
-                   lambda p, pre=pre: p["point"].startswith(pre), "qps")
-        if s and b1 and b1["median"] is not None and s[0][0] > 1:
+    blocks, titles = series_each(
+        pts, "qp_scale", "gbps", "qps",
+        [(t, lambda p, pre=pre: p["point"].startswith(pre))
+         for pre, t in (("1proc/", "one process (perftest -q N)"),
+                        ("2proc/",
+                         "two perftest pairs at once (N/2 QPs each)"))])
+    for s in blocks:
+        if b1 and b1["median"] is not None and s[0][0] > 1:
             s.insert(0, (1.0, b1["min"], b1["median"], b1["max"]))
-        if s:
-            blocks.append(s)
-            titles.append(t)
-    if blocks:
-        d = pl.data("qp_scale", blocks)
-        plots = ", ".join(
-            f"'{d}' index {i} u 1:3:2:4 w yerrorlines lw 2 t '{t}'"
-            for i, t in enumerate(titles))
-        pl.run("qp_scale",
-               'set title "Aggregate RC WRITE bandwidth vs QP count '
-               '(64 KiB; median, bars = min..max)"\n'
-               "set logscale x 2\nset xtics (1,2,4,8,16)\n"
-               'set xlabel "QPs (total)"\nset ylabel "aggregate goodput [Gb/s]"\n'
-               "set xrange [0.8:20]\n"
-               + pl.cap_axes(ymax_bw) + "plot " + plots + pl.cap_line()
-               + "\n")
+    pl.lines("qp_scale", blocks, titles,
+             'set title "Aggregate RC WRITE bandwidth vs QP count '
+             '(64 KiB; median, bars = min..max)"\n'
+             "set logscale x 2\nset xtics (1,2,4,8,16)\n"
+             'set xlabel "QPs (total)"\nset ylabel "aggregate goodput [Gb/s]"\n'
+             "set xrange [0.8:20]\n"
+             + pl.cap_axes(ymax_bw), pl.cap_line())
     # threads
-    blocks, titles = [], []
-    for size in sorted({p["size"] for p in pts if p["suite"] == "threads"},
-                       key=int):
-        s = series(pts, "threads", "gbps",
-                   lambda p, sz=size: p["size"] == sz, "threads")
-        if s:
-            blocks.append(s)
-            titles.append(f"threads_bw WRITE {int(size) // 1024} KiB")
-    if blocks:
-        d = pl.data("threads", blocks)
-        plots = ", ".join(
-            f"'{d}' index {i} u 1:3:2:4 w yerrorlines lw 2 t '{t}'"
-            for i, t in enumerate(titles))
-        pl.run("threads",
-               'set title "T threads, each its own RC QP, one context '
-               '(libibverbs under usb4v-sim exec)"\n'
-               "set xtics (1,2,4)\nset xrange [0.5:4.5]\n"
-               'set xlabel "threads"\nset ylabel "aggregate goodput [Gb/s]"\n'
-               + pl.cap_axes(ymax_bw) + "plot " + plots + pl.cap_line()
-               + "\n")
+    blocks, titles = series_each(
+        pts, "threads", "gbps", "threads",
+        [(f"threads_bw WRITE {int(size) // 1024} KiB",
+          lambda p, sz=size: p["size"] == sz)
+         for size in sorted({p["size"] for p in pts
+                             if p["suite"] == "threads"}, key=int)])
+    pl.lines("threads", blocks, titles,
+             'set title "T threads, each its own RC QP, one context '
+             '(libibverbs under usb4v-sim exec)"\n'
+             "set xtics (1,2,4)\nset xrange [0.5:4.5]\n"
+             'set xlabel "threads"\nset ylabel "aggregate goodput [Gb/s]"\n'
+             + pl.cap_axes(ymax_bw), pl.cap_line())
     # bar charts: events, faults
     for suite, title in (("events", "Poll vs event mode (64 KiB, RC)"),
                          ("faults", "RC WRITE 64 KiB on a faulty cable"),
@@ -331,6 +321,13 @@ def verdict(val, target, unit_pct=True):
     return f"MISSED by {target - val:.3f}"
 
 
+def verdict_max(val, target):
+    """For a figure that must not exceed its target."""
+    if val is None:
+        return "not measured"
+    return "met" if val <= target else f"MISSED by {val - target:.2f}"
+
+
 def spread(p, nd=2):
     if not p or p["median"] is None:
         return "n/a"
@@ -372,6 +369,24 @@ def summary(pts, rows, a, plots):
     L.append(f"| one RC QP, 64 KiB WRITE, efficiency vs payload capacity "
              f"| {pct(e1)} ({spread(w1)} Gb/s) | >= 97% | "
              f"{verdict(e1, 0.97)} |")
+    # issue 14: an RDMA WRITE is placed without the application calling in
+    wl = find(pts, "lat_size", "write_lat/RC/8", "lat_typical_us")
+    sl = find(pts, "lat_size", "send_lat/RC/8", "lat_typical_us")
+    r = (wl["median"] / sl["median"] if wl and sl and wl["median"]
+         and sl["median"] else None)
+    L.append(f"| ib_write_lat -s 8 typical vs ib_send_lat -s 8 typical, "
+             f"{a.rate:g} Gb/s | {fmt(r)}x ({spread(wl)} us vs "
+             f"{spread(sl)} us) | <= 2x | {verdict_max(r, 2.0)} |")
+    w9 = find(pts, "lat_size", "write_lat/RC/8", "lat_p999_us")
+    r = (w9["median"] / wl["median"] if w9 and wl and w9["median"]
+         and wl["median"] else None)
+    L.append(f"| ib_write_lat -s 8 99.9th percentile vs its typical "
+             f"| {fmt(r)}x ({spread(w9)} us) | <= 20x | "
+             f"{verdict_max(r, 20.0)} |")
+    ic = find(pts, "sw_cost", "idle/2ctx", "idle_cpu_pct")
+    L.append(f"| an idle context (connected QP, no traffic for 100 ms): "
+             f"CPU of its progress thread | {spread(ic, 3)} % of a core | "
+             f"measured | - |")
     bp, bname = baseline(pts, "qp_scale", "1proc/1")
     base = bp["median"] if bp else None
     for p in pts:

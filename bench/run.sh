@@ -28,8 +28,9 @@
 #   cpu_cmp     the same bytes over TCP loopback (bench/tcp_bw) and over
 #               usb4verbs (ib_write_bw, 20 Gb/s and unthrottled): CPU-s/GiB
 #   sw_cost     unthrottled software cost: 8-byte RC RTT (engine_bw --lat
-#               -r 0, ib_send_lat over a rate-0 cable) and instructions per
-#               message (callgrind on engine_bw, total Ir / messages)
+#               -r 0, ib_send_lat over a rate-0 cable), instructions per
+#               message (callgrind on engine_bw, total Ir / messages), and
+#               the CPU of an idle context (engine_bw --idle)
 # CPU is sampled for the whole machine over each run (/proc/stat deltas)
 # and per side (user+sys of each process, all its threads).
 #
@@ -41,6 +42,8 @@ set -u -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
+# shellcheck source=tools/cable-lib.sh
+. "$root/tools/cable-lib.sh"
 build=$root/build/release
 out=$here/results
 quick=0
@@ -158,16 +161,8 @@ TMP=$(mktemp -d /tmp/u4v-bench.XXXXXX)
 PIDS=()
 CABLES=()
 cleanup() {
-	local pid c
-	for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-	for pid in "${PIDS[@]}"; do
-		for _ in 1 2 3 4 5 6 7 8 9 10; do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.2
-		done
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
-	done
+	local c
+	cable_stop_pids "${PIDS[@]}"
 	for c in "${CABLES[@]}"; do "$SIM" down --name "$c" >/dev/null 2>&1; done
 	rm -rf "$TMP"
 }
@@ -175,10 +170,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # Cables of this run are "bench<pid>-<n>"; remove those of runs that died.
-"$SIM" list 2>/dev/null | while read -r name _; do
-	[[ $name =~ ^bench([0-9]+)- ]] || continue
-	kill -0 "${BASH_REMATCH[1]}" 2>/dev/null && continue
-	"$SIM" down --name "$name" >/dev/null 2>&1 && log "removed stale cable $name"
+cable_sweep "$SIM" bench | while read -r name; do
+	log "removed stale cable $name"
 done
 
 ncable=0
@@ -189,8 +182,7 @@ cable_up() { # options...; sets CABLE D0 D1
 	CABLE=bench$$-$ncable
 	CABLES+=("$CABLE")
 	o=$("$SIM" up --name "$CABLE" "$@" 2>"$TMP/up.err") || { log "usb4v-sim up $* failed: $(cat "$TMP/up.err")"; return 1; }
-	read -r D0 D1 <<<"$o"
-	[[ $D0 =~ ^usb4vsim[0-9]+$ && $D1 =~ ^usb4vsim[0-9]+$ ]] || { log "usb4v-sim up printed '$o'"; return 1; }
+	cable_devs "$o" || { log "usb4v-sim up printed '$o'"; return 1; }
 }
 cable_down() {
 	local c
@@ -203,19 +195,13 @@ cable_retx() { # sum of both ends' retransmits
 	"$SIM" stat --name "$CABLE" 2>/dev/null | awk '$1=="retransmits"{print $2+$3; f=1} END{if(!f) print ""}'
 }
 
-listening() { # TCP port in LISTEN (IPv4/IPv6)?
-	local hex
-	hex=$(printf '%04X' "$1")
-	awk -v p=":$hex" 'NR > 1 && $4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' \
-		/proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
 PORT=$((21000 + ($$ % 400) * 50))
 next_port() { # a distinct port not in use
 	local i
 	for ((i = 0; i < 200; i++)); do
 		PORT=$((PORT + 1))
 		[ "$PORT" -gt 60000 ] && PORT=21000
-		listening "$PORT" || return 0
+		cable_tcp_listening "$PORT" || return 0
 	done
 	return 1
 }
@@ -283,7 +269,7 @@ pt_run() {
 	done
 	for ((i = 0; i < npairs; i++)); do
 		for ((p = 0; p < 400; p++)); do
-			listening "${ports[$i]}" && break
+			cable_tcp_listening "${ports[$i]}" && break
 			kill -0 "${spids[$i]}" 2>/dev/null || break
 			sleep 0.05
 		done
@@ -334,7 +320,7 @@ pt_run() {
 	# Figures: the client's result line(s).
 	PT_BW=$(cat "$out/logs/$tag"-client*.log | awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 && NF < 9 {s += $4; n++} END{if (n) printf "%.3f", s}')
 	PT_MPPS=$(cat "$out/logs/$tag"-client*.log | awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 && NF < 9 {s += $5; n++} END{if (n) printf "%.6f", s}')
-	PT_LAT=$(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 9 {print $3, $5, $6, $8; exit}' "$out/logs/$tag-client0.log")
+	PT_LAT=$(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 9 {print $3, $5, $6, $8, $9; exit}' "$out/logs/$tag-client0.log")
 	R[note]="${R[note]:+${R[note]} }log=$tag"
 	return 0
 }
@@ -372,13 +358,14 @@ lat_point() { # suite point tool size upopts iters
 		R[suite]=$suite R[point]=$point R[tool]=$tool R[op]=$op R[conn]=RC R[size]=$size R[rep]=$r
 		[[ $upopts =~ --rate\ ([0-9.]+) ]] && R[rate]=${BASH_REMATCH[1]}
 		pt_run 1 60 "$upopts" -- "$tool" -F -c RC -s "$size" -n "$iters"
-		local mn typ avg p99
-		read -r mn typ avg p99 <<<"$PT_LAT"
+		local mn typ avg p99 p999
+		read -r mn typ avg p99 p999 <<<"$PT_LAT"
 		[ -n "$typ" ] || fail_note no-result
 		emit lat_min_us "$mn" us
 		emit lat_typical_us "$typ" us
 		emit lat_avg_us "$avg" us
 		emit lat_p99_us "$p99" us
+		emit lat_p999_us "$p999" us
 		printf '  %-34s rep %d: typical %8s us  avg %8s us  p99 %8s us\n' "$point" "$r" "${typ:-FAIL}" "$avg" "$p99" | tee -a "$out/run.log" >&2
 	done
 }
@@ -565,6 +552,18 @@ for ((r = 1; r <= reps; r++)); do
 	printf '  %-34s rep %d: rtt %s us\n' "engine_bw --lat -r 0" "$r" "${v:-FAIL}" | tee -a "$out/run.log" >&2
 done
 lat_point sw_cost "send_lat/r0/8" ib_send_lat 8 "--rate 0" $((quick ? 1000 : 5000))
+# what an idle context costs: two connected contexts, no traffic
+for ((r = 1; r <= reps; r++)); do
+	reset_r
+	R[suite]=sw_cost R[point]="idle/2ctx" R[tool]=engine_bw R[op]=none R[conn]=RC
+	R[rep]=$r R[load1]=$(cut -d' ' -f1 /proc/loadavg)
+	lg=$out/logs/engine_idle-$r.log
+	timeout -k 3 60 "$ENGINE_BW" --idle --seconds $((quick ? 3 : 10)) >"$lg" 2>&1 || fail_note exit
+	v=$(sed -n 's/.*cpu_pct_per_context=\([^ ]*\).*/\1/p' "$lg")
+	[ -n "$v" ] || fail_note no-result
+	emit idle_cpu_pct "$v" "%core"
+	printf '  %-34s rep %d: %s %% of a core per context\n' "engine_bw --idle" "$r" "${v:-FAIL}" | tee -a "$out/run.log" >&2
+done
 
 if [ "$have_valgrind" -eq 1 ]; then
 	# Instructions per message: callgrind on both processes of engine_bw

@@ -28,6 +28,8 @@
 #include <usb4verbs/link.h>
 #include <usb4verbs/sim.h>
 
+#include "u4vt.h"
+
 #define SPIN 256 /* failed polls before wait() */
 
 static const char *g_name;
@@ -56,13 +58,13 @@ static int receiver(void)
 	g_res->recv_ctx = d->ops->ctx_id(d);
 	__atomic_store_n(&g_res->ready, 1, __ATOMIC_RELEASE);
 	while (!(c = d->ops->chan_accept(d)))
-		d->ops->wait(d, u4l_now_ns() + 10000000ull);
+		d->ops->wait(d, u4l_now_ns() + 10000000ull, 0);
 	uint32_t misses = 0;
 	while (got < g_frames) {
 		if (d->ops->rx_peek(c, &f) != 1) {
 			/* poll like the engine: spin a little, then sleep */
 			if (++misses > SPIN) {
-				d->ops->wait(d, u4l_now_ns() + 1000000ull);
+				d->ops->wait(d, u4l_now_ns() + 1000000ull, 0);
 				misses = 0;
 			}
 			continue;
@@ -120,7 +122,7 @@ static int sender(void)
 			d->ops->tx_doorbell(c);
 			misses = 0;
 		} else if (!d->ops->tx_space(c) && ++misses > SPIN) {
-			d->ops->wait(d, u4l_now_ns() + 1000000ull);
+			d->ops->wait(d, u4l_now_ns() + 1000000ull, 0);
 			misses = 0;
 		}
 	}
@@ -144,9 +146,7 @@ int main(int argc, char **argv)
 	char name[64];
 	bool threads = false;
 
-	u4l_sim_config_default(&cfg);
-	cfg.rate_bps = 0;
-	cfg.latency_ns = 0;
+	u4vt_cable_config(&cfg);
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-n") && i + 1 < argc)
 			g_frames = strtoull(argv[++i], NULL, 0);

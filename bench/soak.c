@@ -20,6 +20,7 @@
 #include <usb4verbs/engine.h>
 #include <usb4verbs/sim.h>
 
+#include "u4vt.h"
 #include "u4vt_traffic.h"
 
 static int open_end(const char *shm, uint32_t end, struct u4v_ctx **ctx,
@@ -84,9 +85,7 @@ int main(int argc, char **argv)
 	}
 	tc.progress_report = tc.messages >= 100000 ? 100000 : 0;
 	snprintf(shm, sizeof(shm), "/u4v-soak-%d", (int)getpid());
-	u4l_sim_config_default(&sc);
-	sc.rate_bps = 0;
-	sc.latency_ns = 0;
+	u4vt_cable_config(&sc);
 	sc.seed = tc.seed;
 	for (d = 0; d < 2; d++) {
 		sc.faults[d].drop = drop;

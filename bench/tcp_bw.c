@@ -26,13 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "u4vt.h"
 
 static double cpu_self(void)
 {
@@ -124,11 +118,11 @@ int main(int argc, char **argv)
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
 		die("connect");
 	scpu = cpu_self();
-	t0 = now_ns();
+	t0 = u4vt_now_ns();
 	for (;;) {
 		size_t off = 0;
 
-		if (seconds > 0 ? now_ns() - t0 >= (uint64_t)(seconds * 1e9)
+		if (seconds > 0 ? u4vt_now_ns() - t0 >= (uint64_t)(seconds * 1e9)
 				: moved >= want)
 			break;
 		while (off < size) {
@@ -150,7 +144,7 @@ int main(int argc, char **argv)
 		if (read(p2c[0], &got, sizeof(got)) != sizeof(got) ||
 		    read(p2c[0], &rcpu, sizeof(rcpu)) != sizeof(rcpu))
 			rcpu = -1;
-		t1 = now_ns(); /* after the receiver has read everything */
+		t1 = u4vt_now_ns(); /* after the receiver has read everything */
 		if (got != moved) {
 			fprintf(stderr, "tcp_bw: sent %llu, received %llu\n",
 				(unsigned long long)moved,

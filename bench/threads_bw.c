@@ -23,6 +23,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <infiniband/verbs.h>
+
+#include "u4vt.h"
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -64,14 +66,6 @@ struct side {
 	size_t buflen;
 	union ibv_gid gid;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void die(const char *what)
 {
@@ -144,43 +138,19 @@ static void open_side(struct side *s, const char *name)
 static void connect_qp(struct ibv_qp *qp, uint32_t rqpn,
 		       const union ibv_gid *rgid)
 {
-	struct ibv_qp_attr a;
+	struct u4vt_conn c;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			    IBV_ACCESS_LOCAL_WRITE;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		die("modify INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_4096;
-	a.dest_qp_num = rqpn;
-	a.rq_psn = 0;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *rgid;
-	a.ah_attr.grh.hop_limit = 64;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					  IBV_QP_MAX_DEST_RD_ATOMIC |
-					  IBV_QP_MIN_RNR_TIMER))
-		die("modify RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-					  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		die("modify RTS");
+	u4vt_conn_default(&c, rqpn);
+	c.psn = 0;
+	c.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		   IBV_ACCESS_LOCAL_WRITE;
+	c.rd_atomic = 1;
+	c.min_rnr_timer = 12;
+	c.is_global = 1;
+	c.dgid = *rgid;
+	errno = u4vt_ibv_connect(qp, &c);
+	if (errno)
+		die("ibv_modify_qp");
 }
 
 static void post_recv(struct side *s, int q)
@@ -303,10 +273,10 @@ static void *drive(void *arg)
 	wr.wr.rdma.rkey = w->remote->rkey;
 
 	pthread_barrier_wait(w->bar);
-	w->t0 = now_ns();
+	w->t0 = u4vt_now_ns();
 	end = w->t0 + (uint64_t)(opt.seconds * 1e9);
 	for (;;) {
-		bool stop = now_ns() >= end;
+		bool stop = u4vt_now_ns() >= end;
 		int n, i;
 
 		while (!stop && posted - done < opt.window) {
@@ -333,7 +303,7 @@ static void *drive(void *arg)
 		if (stop && done == posted)
 			break;
 	}
-	w->t1 = now_ns();
+	w->t1 = u4vt_now_ns();
 	return NULL;
 }
 
@@ -405,8 +375,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = { { "op", 1, 0, 'o' },
 					    { "seconds", 1, 0, 'T' },
 					    { 0, 0, 0, 0 } };
-	int a2b[2], b2a[2], c, status, ret;
-	pid_t pid;
+	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "d:D:t:s:w:", lo, NULL)) != -1) {
 		switch (c) {
@@ -428,23 +397,8 @@ int main(int argc, char **argv)
 			MAXT);
 		return 2;
 	}
-	if (pipe(a2b) || pipe(b2a))
-		die("pipe");
-	fflush(stdout);
-	pid = fork();
-	if (pid < 0)
+	ret = u4vt_fork_pair(target, initiator);
+	if (ret < 0)
 		die("fork");
-	if (pid == 0) {
-		close(a2b[1]);
-		close(b2a[0]);
-		_exit(target(a2b[0], b2a[1]));
-	}
-	close(a2b[0]);
-	close(b2a[1]);
-	ret = initiator(b2a[0], a2b[1]);
-	close(a2b[1]);
-	if (waitpid(pid, &status, 0) == pid && (!WIFEXITED(status) ||
-						 WEXITSTATUS(status)))
-		ret = 1;
 	return ret;
 }
