@@ -545,9 +545,22 @@ void u4v_comp_flush(struct u4v_qp *qp);
 bool u4v_resp_frame(struct u4v_qp *qp, struct u4v_peer *peer,
 		    const struct u4w_hdr *h, const uint8_t *payload,
 		    const void *frame, uint32_t len, bool may_hold);
+/* May the peer do what access (IBV_ACCESS_REMOTE_*) names on this QP? */
+static inline bool u4v_qp_allows(const struct u4v_qp *qp, int access)
+{
+	return (qp->access & access) == access;
+}
+/* qp/resp_tx.c: the responder's answers, sent in PSN order */
 void u4v_resp_flush_ack(struct u4v_qp *qp);
 void u4v_resp_tx(struct u4v_qp *qp);
 void u4v_send_ack(struct u4v_qp *qp, uint8_t syndrome, uint32_t psn);
+/* Queue READ responses or an atomic's answer for psn; false when full. */
+bool u4v_resp_queue_read(struct u4v_qp *qp, uint32_t psn, uint64_t va,
+			 uint64_t len, uint32_t rkey, bool replay);
+bool u4v_resp_queue_atomic(struct u4v_qp *qp, uint32_t psn, uint64_t orig,
+			   bool replay);
+/* A request with a PSN already executed: answer again, or drop it. */
+void u4v_resp_duplicate(struct u4v_qp *qp, const struct u4w_hdr *h);
 /* qp.c: send an ACK held for the application's answer now */
 void u4v_qp_flush_held_ack(struct u4v_qp *qp);
 /* Is a receive WQE available (own RQ or SRQ)? (also UD's, ud.c) */
