@@ -87,9 +87,17 @@ def find(pts, suite, point, metric):
     return None
 
 
-def med(pts, suite, point, metric):
-    p = find(pts, suite, point, metric)
+def median_of(p):
     return p["median"] if p else None
+
+
+def med(pts, suite, point, metric):
+    return median_of(find(pts, suite, point, metric))
+
+
+def ratio(num, den):
+    """num / den of two figures; None when either is missing or zero."""
+    return num / den if num and den else None
 
 
 def baseline(pts, suite, point):
@@ -365,21 +373,19 @@ def summary(pts, rows, a, plots):
     L.append("| figure | measured | target | verdict |")
     L.append("|---|---|---|---|")
     w1 = find(pts, "bw_size", "write/RC/65536", "gbps")
-    e1 = w1["median"] / cap if w1 and w1["median"] and cap else None
+    e1 = ratio(median_of(w1), cap)
     L.append(f"| one RC QP, 64 KiB WRITE, efficiency vs payload capacity "
              f"| {pct(e1)} ({spread(w1)} Gb/s) | >= 97% | "
              f"{verdict(e1, 0.97)} |")
     # issue 14: an RDMA WRITE is placed without the application calling in
     wl = find(pts, "lat_size", "write_lat/RC/8", "lat_typical_us")
     sl = find(pts, "lat_size", "send_lat/RC/8", "lat_typical_us")
-    r = (wl["median"] / sl["median"] if wl and sl and wl["median"]
-         and sl["median"] else None)
+    r = ratio(median_of(wl), median_of(sl))
     L.append(f"| ib_write_lat -s 8 typical vs ib_send_lat -s 8 typical, "
              f"{a.rate:g} Gb/s | {fmt(r)}x ({spread(wl)} us vs "
              f"{spread(sl)} us) | <= 2x | {verdict_max(r, 2.0)} |")
     w9 = find(pts, "lat_size", "write_lat/RC/8", "lat_p999_us")
-    r = (w9["median"] / wl["median"] if w9 and wl and w9["median"]
-         and wl["median"] else None)
+    r = ratio(median_of(w9), median_of(wl))
     L.append(f"| ib_write_lat -s 8 99.9th percentile vs its typical "
              f"| {fmt(r)}x ({spread(w9)} us) | <= 20x | "
              f"{verdict_max(r, 20.0)} |")
@@ -392,7 +398,7 @@ def summary(pts, rows, a, plots):
     for p in pts:
         if p["suite"] == "qp_scale" and p["metric"] == "gbps" \
                 and p["point"] != "1proc/1":
-            r = p["median"] / base if base and p["median"] else None
+            r = ratio(p["median"], base)
             how = ("one process" if p["point"].startswith("1proc")
                    else "2 processes per side")
             L.append(f"| aggregate, {p['qps']} QPs ({how}) vs 1 QP "
@@ -403,7 +409,7 @@ def summary(pts, rows, a, plots):
         if p["suite"] == "threads" and p["metric"] == "gbps" \
                 and p["threads"] != "1":
             b = med(pts, "threads", f"write/{p['size']}/1", "gbps")
-            r = p["median"] / b if b and p["median"] else None
+            r = ratio(p["median"], b)
             L.append(f"| threads_bw {p['threads']} threads vs 1, "
                      f"{int(p['size']) // 1024} KiB | {fmt(r, 3)}x "
                      f"({spread(p)} Gb/s vs {fmt(b)}) | >= 0.97x | "
@@ -413,7 +419,7 @@ def summary(pts, rows, a, plots):
     for p in pts:
         if p["suite"] == "faults" and p["metric"] == "gbps" \
                 and p["point"] != "clean":
-            r = p["median"] / clean if clean and p["median"] else None
+            r = ratio(p["median"], clean)
             L.append(f"| {p['point']} vs clean cable | {pct(r)} "
                      f"({spread(p)} Gb/s vs {fmt(clean)} of {cname}; "
                      f"retransmits "
@@ -424,7 +430,7 @@ def summary(pts, rows, a, plots):
                 and not p["point"].endswith("/clean"):
             size = p["point"].split("/")[1]
             c = med(pts, "read_faults", f"read/{size}/clean", "gbps")
-            r = p["median"] / c if c and p["median"] else None
+            r = ratio(p["median"], c)
             L.append(f"| ib_read_bw {p['point']} vs clean cable | {pct(r)} "
                      f"({spread(p)} Gb/s vs {fmt(c)}; retransmits "
                      f"{fmt(p['retransmits_median'], 0)}) | >= 90% | "
