@@ -76,17 +76,26 @@ void u4k_ctx_signal_cqs(struct u4k_ucontext *uctx)
 	(void)uctx; /* no CQs: completions are the process's */
 }
 
+static struct u4k_dev *dev_alloc(struct u4k_cable *cable)
+{
+	struct u4k_dev *dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+
+	if (dev)
+		dev->cable = cable;
+	return dev;
+}
+
 struct u4k_dev *u4k_dev_add(struct u4k_cable *cable, struct device *dma_dev,
 			    u64 guid)
 {
 	(void)dma_dev;
 	(void)guid;
-	return fk_dev_new(cable) ?: ERR_PTR(-ENOMEM);
+	return dev_alloc(cable) ?: ERR_PTR(-ENOMEM);
 }
 
 void u4k_dev_remove(struct u4k_dev *dev)
 {
-	fk_dev_free(dev);
+	kfree(dev);
 }
 
 int u4k_tb_init(void)
@@ -122,18 +131,20 @@ void u4k_gsi_recv(struct u4k_dev *dev, const struct u4k_mad *mad)
 
 /* ---- devices and contexts ---- */
 
-struct u4k_dev *fk_dev_new(struct u4k_cable *cable)
+struct u4k_dev *fk_dev_add(struct u4k_cable *cable)
 {
-	struct u4k_dev *dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	struct u4k_dev *dev = cable ? dev_alloc(cable) : NULL;
 
-	if (dev)
-		dev->cable = cable;
+	if (!dev)
+		abort();
+	cable->dev = dev;
 	return dev;
 }
 
-void fk_dev_free(struct u4k_dev *dev)
+void fk_dev_remove(struct u4k_cable *cable, struct u4k_dev *dev)
 {
-	kfree(dev);
+	u4k_dev_remove(dev);
+	u4k_cable_put(cable);
 }
 
 /* u4k_ctx_put_res */
@@ -183,6 +194,13 @@ void fk_ctx_free(struct u4k_ucontext *uctx)
 	u4k_ctx_detach(uctx);
 	fk_ctx_put_res(uctx);
 	kfree(uctx);
+}
+
+void fk_ctx_close(struct u4k_ucontext **slot)
+{
+	if (*slot)
+		fk_ctx_free(*slot);
+	*slot = NULL;
 }
 
 /* ---- invariants ---- */

@@ -19,9 +19,13 @@
  */
 #define FK_MAX_EVENTS 256
 
-/* A device on cable, as u4k_dev_add would make it (not registered). */
-struct u4k_dev *fk_dev_new(struct u4k_cable *cable);
-void fk_dev_free(struct u4k_dev *dev);
+/*
+ * A device on cable, as u4k_dev_add would make it (not registered),
+ * installed as cable->dev. Aborts when cable is NULL or memory runs out.
+ */
+struct u4k_dev *fk_dev_add(struct u4k_cable *cable);
+/* The end of u4k_tb_down: the device freed, the cable's reference dropped. */
+void fk_dev_remove(struct u4k_cable *cable, struct u4k_dev *dev);
 /*
  * A context of dev as u4k_alloc_ucontext makes it (status page, direct
  * doorbell pages, attached to the cable): NULL and *err when that fails.
@@ -29,6 +33,8 @@ void fk_dev_free(struct u4k_dev *dev);
 struct u4k_ucontext *fk_ctx_new(struct u4k_dev *dev, bool direct, int *err);
 /* u4k_dealloc_ucontext: detached, its resources released, freed. */
 void fk_ctx_free(struct u4k_ucontext *uctx);
+/* The context in *slot, if any, freed so; the slot emptied. */
+void fk_ctx_close(struct u4k_ucontext **slot);
 
 /* An entry point's result: 0 or a negative errno, nothing else. */
 void fk_check_ret(long ret);

@@ -228,12 +228,7 @@ static void up(void)
 {
 	fk.cable =
 	    u4k_cable_alloc(&fk_ops, fk.end, 1 + fk_byte() % (HOPS + 1), 1);
-	if (!fk.cable)
-		abort();
-	fk.dev = fk_dev_new(fk.cable);
-	if (!fk.dev)
-		abort();
-	fk.cable->dev = fk.dev;
+	fk.dev = fk_dev_add(fk.cable);
 }
 
 /* u4k_tb_down: the cable down, its device and contexts gone */
@@ -244,16 +239,12 @@ static void down(void)
 	if (!fk.cable)
 		return;
 	u4k_cable_down(fk.cable);
-	for (i = 0; i < NCTX; i++) {
-		if (fk.ctx[i])
-			fk_ctx_free(fk.ctx[i]);
-		fk.ctx[i] = NULL;
-	}
+	for (i = 0; i < NCTX; i++)
+		fk_ctx_close(&fk.ctx[i]);
 	fk_check_cable(fk.cable);
 	if (fk.cable->nr_channels || fk.hw_live)
 		abort(); /* a channel outlived its contexts */
-	fk_dev_free(fk.dev);
-	u4k_cable_put(fk.cable);
+	fk_dev_remove(fk.cable, fk.dev);
 	fk.cable = NULL;
 	fk.dev = NULL;
 }
@@ -376,10 +367,7 @@ static void ev(enum ev e)
 			fk.ctx[i] = fk_ctx_new(fk.dev, false, &err);
 		break;
 	case EV_DETACH:
-		i = fk_byte() % NCTX;
-		if (fk.ctx[i])
-			fk_ctx_free(fk.ctx[i]);
-		fk.ctx[i] = NULL;
+		fk_ctx_close(&fk.ctx[fk_byte() % NCTX]);
 		break;
 	case EV_CONNECT:
 		c = ctx_in();

@@ -157,9 +157,7 @@ static void ev(u8 op)
 	case EV_REOPEN:
 		if (fk.reopens++ >= FK_MAX_REOPENS)
 			break;
-		if (fk.ctx[s])
-			fk_ctx_free(fk.ctx[s]);
-		fk.ctx[s] = NULL;
+		fk_ctx_close(&fk.ctx[s]);
 		if (fk_byte() & 1) {
 			open_side(s);
 			connect(s);
@@ -229,10 +227,7 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 	fk.direct[1] = setup & 2;
 	fk.self = setup & 4;
 	fk.cable = u4k_cable_alloc(&fk_ops, 0, 1, 0);
-	fk.dev = fk_dev_new(fk.cable);
-	if (!fk.cable || !fk.dev)
-		abort();
-	fk.cable->dev = fk.dev;
+	fk.dev = fk_dev_add(fk.cable);
 	/*
 	 * ids are handed out round robin: idle contexts holding most of them
 	 * let a context that comes back get its old id (a stale half to
@@ -250,13 +245,10 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 		check();
 	}
 	for (s = 0; s < 2; s++)
-		if (fk.ctx[s])
-			fk_ctx_free(fk.ctx[s]);
+		fk_ctx_close(&fk.ctx[s]);
 	for (s = 0; s < fk.nr_idle; s++)
-		if (fk.idle[s])
-			fk_ctx_free(fk.idle[s]);
+		fk_ctx_close(&fk.idle[s]);
 	u4k_cable_down(fk.cable);
-	fk_dev_free(fk.dev);
-	u4k_cable_put(fk.cable);
+	fk_dev_remove(fk.cable, fk.dev);
 	return 0;
 }
