@@ -18,6 +18,7 @@
  *   dies_early   the listener's process dies before it answers: REJECTED 28
  *   dies_late    the peer dies after ESTABLISHED: DISCONNECTED
  *   disconnect   rdma_disconnect on one side: DISCONNECTED on both
+ *   close_blocked  a blocked read outlives the close of its channel
  *   qp_attr      the QP attributes rdma_cm sets: PSNs, QPNs, MTU, timeout
  *   ud           UD (SIDR): private data, QPN and qkey; a reject
  */
@@ -624,6 +625,44 @@ static void case_disconnect(void)
 	rdma_destroy_event_channel(ch);
 }
 
+static void close_blocked_passive(int rd, int wr)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+
+	(void)rd;
+	accept_one(ch, wr);
+	put_u32(wr, 'E');
+	expect_ack(ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+}
+
+/*
+ * The channel of a connected id is closed while a thread is blocked reading
+ * it; the peer's answer to the disconnect arrives afterwards. As in the
+ * kernel, where that read holds the file, the thread stays blocked: rping's
+ * CM thread is left so at exit and must not fail with EBADF.
+ */
+static void case_close_blocked(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct peer p = fork_passive(close_blocked_passive);
+	struct rdma_cm_id *id = connect_one(ch);
+	pthread_t t;
+	void *res;
+
+	CHECK(get_u32(p.to_parent[0]) == 'E',
+	      "no ESTABLISHED on the passive side");
+	CHECK(!pthread_create(&t, NULL, blocking_get, ch), "thread");
+	usleep(100000);
+	rdma_destroy_qp(id);
+	rdma_destroy_event_channel(ch); /* the file takes the id with it */
+	wait_peer(&p);
+	usleep(300000);
+	CHECK(pthread_tryjoin_np(t, &res) == EBUSY,
+	      "a read blocked on a channel that was closed returned");
+	pthread_detach(t);
+	ok("a blocked read outlives the close of its channel");
+}
+
 /* Send my QP's numbers, check the peer's against mine. */
 static void cross_check_qp(struct rdma_cm_id *id, int rd, int wr)
 {
@@ -755,6 +794,7 @@ static const struct {
     {"dies_early", case_dies_early},
     {"dies_late", case_dies_late},
     {"disconnect", case_disconnect},
+    {"close_blocked", case_close_blocked},
     {"qp_attr", case_qp_attr},
     {"ud", case_ud},
 };

@@ -339,8 +339,16 @@ CMD(cmd_get_event)
 		pfd.events = POLLIN;
 		poll(&pfd, 1, -1);
 		pthread_mutex_lock(&cm_lock);
-		if (cm_file_of(fd) != f)
-			return -EBADF; /* closed under us */
+		if (cm_file_of(fd) != f) {
+			/*
+			 * Closed under us. In the kernel this call holds the
+			 * file, which no event can reach any more, so it never
+			 * returns; rping leaves its CM thread so at exit.
+			 */
+			pthread_mutex_unlock(&cm_lock);
+			for (;;)
+				pause();
+		}
 	}
 	ev = f->head;
 	cm_unlink_event(f, NULL, ev);
