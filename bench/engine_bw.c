@@ -295,7 +295,7 @@ static int target(int rfd, int wfd)
 /* Both contexts idle for opt.seconds: the CPU their threads take. */
 static void idle(int rfd, int wfd)
 {
-	uint64_t t0 = u4vt_now_ns(), cpu0 = cpu_ns(), mine, theirs, secs;
+	uint64_t t0 = u4vt_now_ns(), cpu0 = cpu_ns(), mine, theirs = 0, secs;
 	struct timespec ts = { (time_t)opt.seconds,
 			       (long)((opt.seconds - (double)(time_t)opt.seconds) *
 				      1e9) };

@@ -97,14 +97,31 @@ void nlr_forget(int fd)
 	pthread_mutex_unlock(&lock);
 }
 
+/*
+ * The next whole message of a request of len bytes, or NULL. Written out
+ * rather than NLMSG_OK/NLMSG_NEXT: glibc's macros compare the u32 length
+ * with an int.
+ */
+static const struct nlmsghdr *nl_msg(const void *buf, size_t len, size_t *off)
+{
+	const struct nlmsghdr *h = (const void *)((const char *)buf + *off);
+
+	if (len - *off < sizeof(*h) || h->nlmsg_len < sizeof(*h) ||
+	    h->nlmsg_len > len - *off)
+		return NULL;
+	*off += NLMSG_ALIGN(h->nlmsg_len) < len - *off ?
+		NLMSG_ALIGN(h->nlmsg_len) : len - *off;
+	return h;
+}
+
 /* Note the RTM_GETADDR dumps of IPv4 addresses on lo in a request. */
 static void on_send(int fd, const void *buf, size_t len)
 {
-	const struct nlmsghdr *h = buf;
-	int n = (int)len;
+	const struct nlmsghdr *h;
+	size_t off = 0;
 	struct nlr *s;
 
-	for (; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
+	while ((h = nl_msg(buf, len, &off))) {
 		const struct ifaddrmsg *ifa = NLMSG_DATA(h);
 
 		if (h->nlmsg_type != RTM_GETADDR ||
