@@ -465,6 +465,8 @@ enum ibv_wc_status u4v_mr_atomic(const struct u4v_mr *mr, uint64_t addr,
 				 uint64_t swap_add, uint64_t *orig);
 /* odp.c */
 bool u4v_odp_available(void); /* copies that cannot fault work here */
+/* mr/pin.c: could a kernel device pin the range for this access? */
+bool u4v_range_pinnable(uint64_t addr, uint64_t len, int access);
 bool u4v_odp_atomics(void);   /* and pages can be populated writable */
 int u4v_odp_read(void *dst, uint64_t src, size_t len);	      /* 0/EFAULT */
 int u4v_odp_write(uint64_t dst, const void *src, size_t len); /* 0/EFAULT */

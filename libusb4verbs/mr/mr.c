@@ -3,17 +3,15 @@
  * Protection domains, memory regions, address handles.
  *
  * Registration pins nothing (the copy path never hands memory to hardware),
- * so RLIMIT_MEMLOCK does not limit it; it only checks that the range is
- * mapped, so that a bad registration fails here instead of crashing the
- * responder later. An ODP MR (odp.c) need not be mapped, and may be over
+ * so RLIMIT_MEMLOCK does not limit it; it only checks that a kernel device
+ * could pin the range for the access asked (pin.c), so that a bad
+ * registration fails here instead of crashing the responder later. An ODP MR (odp.c) need not be mapped, and may be over
  * the whole address space (implicit): its memory is only ever copied in
  * ways that cannot fault.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "ctx/progress.h"
 #include "engine_int.h"
@@ -43,26 +41,6 @@ int u4v_dealloc_pd(struct u4v_pd *pd)
 	u4v_quota_give(ctx, &ctx->npd);
 	free(pd);
 	return 0;
-}
-
-/* Is every page of [addr, addr + len) mapped? */
-static bool range_mapped(uint64_t addr, uint64_t len)
-{
-	long psz = sysconf(_SC_PAGESIZE);
-	uint64_t start = addr & ~(uint64_t)(psz - 1);
-	uint64_t end = addr + len;
-	unsigned char vec[4096];
-
-	while (start < end) {
-		uint64_t chunk = (uint64_t)sizeof(vec) * (uint64_t)psz;
-
-		if (chunk > end - start)
-			chunk = end - start;
-		if (mincore((void *)(uintptr_t)start, chunk, vec))
-			return false;
-		start += chunk;
-	}
-	return true;
 }
 
 /* Random bits for keys (caller holds obj_lock). */
@@ -110,7 +88,8 @@ static int check_region(uint64_t addr, uint64_t length, int access)
 		return 0;
 	if (length > U4V_MAX_MR_SIZE || addr + length < addr)
 		return EINVAL;
-	if (length && (!addr || (!odp && !range_mapped(addr, length))))
+	if (length &&
+	    (!addr || (!odp && !u4v_range_pinnable(addr, length, access))))
 		return EFAULT;
 	return 0;
 }

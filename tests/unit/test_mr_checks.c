@@ -158,6 +158,43 @@ static void test_registration_rules(void **state)
 	munmap(m + 2 * psz, psz);
 }
 
+/* What a kernel device's pinning refuses: no access, or no write access
+ * where the MR's access lets anyone write (ib_access_writable). */
+static void test_reg_mr_protection(void **state)
+{
+	struct u4vt_pair *r = *state;
+	long psz = sysconf(_SC_PAGESIZE);
+	const int rw[] = {IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_MW_BIND,
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC};
+	struct u4v_mr *mr;
+	char *m;
+
+	m = mmap(NULL, 3 * psz, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(m != MAP_FAILED);
+	assert_int_equal(mprotect(m + psz, psz, PROT_NONE), 0);
+	assert_int_equal(u4v_reg_mr(r->a.pd, m, 3 * psz, 0, &mr), EFAULT);
+	assert_int_equal(u4v_reg_mr(r->a.pd, m + psz, 8,
+				    IBV_ACCESS_REMOTE_READ, &mr), EFAULT);
+	/* read-only: readers may register it, writers may not */
+	assert_int_equal(mprotect(m + psz, psz, PROT_READ), 0);
+	assert_int_equal(u4v_reg_mr(r->a.pd, m, 3 * psz,
+				    IBV_ACCESS_REMOTE_READ, &mr), 0);
+	assert_int_equal(u4v_dereg_mr(mr), 0);
+	for (size_t i = 0; i < sizeof(rw) / sizeof(rw[0]); i++)
+		assert_int_equal(u4v_reg_mr(r->a.pd, m + psz - 8, 16, rw[i],
+					    &mr), EFAULT);
+	/* writable again: the same registrations succeed */
+	assert_int_equal(mprotect(m + psz, psz, PROT_READ | PROT_WRITE), 0);
+	for (size_t i = 0; i < sizeof(rw) / sizeof(rw[0]); i++) {
+		assert_int_equal(u4v_reg_mr(r->a.pd, m + psz - 8, 16, rw[i],
+					    &mr), 0);
+		assert_int_equal(u4v_dereg_mr(mr), 0);
+	}
+	munmap(m, 3 * psz);
+}
+
 static void test_length_zero_mr(void **state)
 {
 	struct u4vt_pair *r = *state;
@@ -740,6 +777,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_keys, rig_setup,
 						rig_teardown),
 		cmocka_unit_test_setup_teardown(test_registration_rules,
+						rig_setup, rig_teardown),
+		cmocka_unit_test_setup_teardown(test_reg_mr_protection,
 						rig_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_length_zero_mr, rig_setup,
 						rig_teardown),
