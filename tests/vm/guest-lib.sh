@@ -51,10 +51,15 @@ wait_listen() {
 }
 
 # Wait (up to 20 s) until an rdma_cm id listens on port $1 (any namespace).
+# rdma_listen() shows the id in LISTEN before it makes the CM's listens on
+# the devices; a request between the two is rejected (reason 8, no
+# listener), which a TCG guest on a busy host lets happen: half a second
+# more covers that window.
 wait_cm_listen() {
 	i=0
 	while [ $i -lt 100 ]; do
-		rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*:$1 " && return 0
+		rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*:$1 " &&
+			sleep 0.5 && return 0
 		sleep 0.2
 		i=$((i + 1))
 	done
