@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 	tc.timeout = 12;
 	tc.timeout_ms = 3600 * 1000;
 	tc.seed = 1;
-	for (i = 1; i < argc; i++) {
+	for (i = 1; i < argc; i += 2) { /* every option takes a value */
 		const char *v = i + 1 < argc ? argv[i + 1] : "0";
 
 		if (!strcmp(argv[i], "--messages"))
@@ -81,7 +81,6 @@ int main(int argc, char **argv)
 				"[--max-len B]\n", argv[0]);
 			return 2;
 		}
-		i++;
 	}
 	tc.progress_report = tc.messages >= 100000 ? 100000 : 0;
 	snprintf(shm, sizeof(shm), "/u4v-soak-%d", (int)getpid());
