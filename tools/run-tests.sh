@@ -39,8 +39,11 @@ echo "== engine tests under ASan + UBSan"
 (cd "$out/asan" && ctest --output-on-failure -L 'unit|integ' "$@") ||
 	status=1
 echo "== fuzzing (libFuzzer: bounded passes, regression inputs)"
+# the fuzz tree is clang's: everything is built there too, -Werror, for
+# the warnings gcc does not give
 cmake -S . -B "$out/fuzz" -DCMAKE_C_COMPILER=clang -DU4V_FUZZ=ON \
-	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	-DU4V_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$out/fuzz" -j"$jobs" >/dev/null
 cmake --build "$out/fuzz" --target fuzz -j"$jobs" >/dev/null
 (cd "$out/fuzz" && ctest --output-on-failure -L fuzz) || status=1
 echo "== Debian packages (provider, tools, DKMS module source)"
