@@ -41,6 +41,9 @@
 #define U4V_DUP_ACK_THRESH 3 /* duplicate ACKs that trigger a resend */
 #define U4V_ACK_EVERY 32u    /* frames between coalesced ACKs */
 #define U4V_BUSY_WAITS 16u   /* ACK timeouts not counted in a row (req.c) */
+/* A channel's TX queue: this much of the wire, at least this many frames */
+#define U4V_TX_QUEUE_NS 100000ull
+#define U4V_TX_QUEUE_MIN 16u
 /*
  * Response jobs a responder keeps: max_dest_rd_atomic new READs and
  * atomics, plus replays of responses a requester asks for again: one per
@@ -574,6 +577,8 @@ int u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
 		 const void *payload, uint32_t paylen, struct u4v_pd *pd,
 		 const struct ibv_sge *sge, uint32_t nsge, uint64_t sge_off);
 void u4v_tx_doorbell(struct u4v_peer *peer);
+/* A channel new to this context: bound its TX queue (before first use). */
+void u4v_tx_bound(struct u4v_ctx *ctx, struct u4l_chan *chan);
 bool u4v_tx_queue_behind(const struct u4v_peer *peer, const struct u4v_qp *qp);
 /* qp/ud.c: UD receive */
 bool u4v_ud_frame(struct u4v_qp *qp, const struct u4w_hdr *h,

@@ -237,6 +237,7 @@ struct u4v_peer *u4v_peer_get(struct u4v_ctx *ctx, uint32_t remote_ctx,
 		return NULL;
 	}
 	if (chan != peer->chan) {
+		u4v_tx_bound(ctx, chan);
 		pthread_mutex_lock(&peer->tx_lock);
 		__atomic_store_n(&peer->chan, chan, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&peer->tx_lock);

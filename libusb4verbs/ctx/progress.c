@@ -380,9 +380,11 @@ static unsigned int progress_locked(struct u4v_ctx *ctx)
 		uint32_t remote = ctx->ops->chan_remote(chan);
 
 		/* a new channel also replaces one whose peer has left */
-		if (remote < U4L_MAX_CTX)
+		if (remote < U4L_MAX_CTX) {
+			u4v_tx_bound(ctx, chan);
 			__atomic_store_n(&ctx->peers[remote].chan, chan,
 					 __ATOMIC_RELEASE);
+		}
 	}
 	for (i = 0; i < U4L_MAX_CTX; i++) {
 		struct u4v_peer *peer = &ctx->peers[i];

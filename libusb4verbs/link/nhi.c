@@ -194,6 +194,7 @@ static int nhi_chan_map(struct nhi_dev *d, const struct u4v_chan_info *info,
 	c->remote = info->remote_ctx;
 	c->depth = info->depth;
 	c->mask = info->depth - 1;
+	c->tx_bound = info->depth - 1;
 	c->flags = info->flags;
 	err = nhi_chan_mmap(d, c, info, direct);
 	if (!err && !nhi_chan_maps_complete(c, info, direct))
@@ -392,7 +393,17 @@ static void nhi_tx_reap(struct nhi_chan *c)
 
 static uint32_t nhi_tx_free(struct nhi_chan *c)
 {
-	return c->depth - 1 - (c->tx_prod - c->tx_reaped);
+	uint32_t queued = c->tx_prod - c->tx_reaped;
+
+	return queued >= c->tx_bound ? 0 : c->tx_bound - queued;
+}
+
+static void nhi_tx_bound(struct u4l_chan *chan, uint32_t frames)
+{
+	struct nhi_chan *c = (struct nhi_chan *)chan;
+
+	/* one slot always stays empty: a full ring would look empty */
+	c->tx_bound = frames >= 1 && frames < c->depth ? frames : c->depth - 1;
 }
 
 static void *nhi_tx_slot(struct u4l_chan *chan)
@@ -607,6 +618,7 @@ static const struct u4l_ops nhi_ops = {
 	.tx_post = nhi_tx_post,
 	.tx_doorbell = nhi_tx_doorbell,
 	.tx_space = nhi_tx_space,
+	.tx_bound = nhi_tx_bound,
 	.rx_peek = nhi_rx_peek,
 	.rx_release = nhi_rx_release,
 	.wait = nhi_wait,

@@ -36,6 +36,7 @@ struct nhi_chan {
 	uint32_t tx_prod;   /* written to the shadow ring */
 	uint32_t tx_rung;   /* handed to the kernel */
 	uint32_t tx_reaped; /* seen completed */
+	uint32_t tx_bound;  /* slots used at most (tx_bound()) */
 	/* RX side (engine RX lock) */
 	uint32_t rx_cons;     /* released by the engine */
 	uint32_t rx_rel_rung; /* releases handed to the kernel */

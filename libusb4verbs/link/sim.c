@@ -132,6 +132,7 @@ static struct sim_chan_h *handle_new(struct sim_dev *dev, uint32_t idx)
 	h->c = (struct sim_chan *)((char *)s + sim_slot_off(g, idx));
 	h->depth = g->depth;
 	h->mask = g->depth - 1;
+	h->tx_bound = g->depth;
 	h->loop = SIM_ONCE(e->loop);
 	h->self = a == b;
 	h->txd = a == me ? 0 : 1;
@@ -467,6 +468,7 @@ static const struct u4l_ops sim_ops = {
     .tx_post = sim_tx_post,
     .tx_doorbell = sim_tx_doorbell,
     .tx_space = sim_tx_space,
+    .tx_bound = sim_tx_bound,
     .rx_peek = sim_rx_peek,
     .rx_release = sim_rx_release,
     .wait = sim_wait,

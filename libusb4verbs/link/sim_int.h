@@ -255,6 +255,7 @@ struct sim_chan_h {
 	/* TX side (engine TX lock) */
 	uint32_t tx_prod, tx_reap; /* tx_reap read by wait(): atomic */
 	uint32_t tx_full; /* tx_slot() found no slot: wait() watches TX */
+	uint32_t tx_bound; /* slots used at most (tx_bound()); read by wait() */
 	uint64_t tx_now;
 	struct sim_snap tx_snap;
 	/* RX side (engine RX lock) */
@@ -297,6 +298,7 @@ void *sim_tx_slot(struct u4l_chan *chan);
 void sim_tx_post(struct u4l_chan *chan, uint32_t len, enum u4l_pdf pdf);
 void sim_tx_doorbell(struct u4l_chan *chan);
 uint32_t sim_tx_space(struct u4l_chan *chan);
+void sim_tx_bound(struct u4l_chan *chan, uint32_t frames);
 bool sim_chan_gone(struct u4l_chan *chan);
 int sim_rx_peek(struct u4l_chan *chan, struct u4l_rx_frame *frame);
 void sim_rx_release(struct u4l_chan *chan);

@@ -609,13 +609,13 @@ void *sim_tx_slot(struct u4l_chan *chan)
 
 	if (sim_chan_tx_dead(h))
 		return h->scratch;
-	if (h->tx_prod - h->tx_reap >= h->depth) {
+	if (h->tx_prod - h->tx_reap >= h->tx_bound) {
 		tx_reap(h);
-		if (h->tx_prod - h->tx_reap >= h->depth && tx_backlog(h)) {
+		if (h->tx_prod - h->tx_reap >= h->tx_bound && tx_backlog(h)) {
 			engine_run(h, h->txd, &h->tx_snap, false);
 			tx_reap(h);
 		}
-		if (h->tx_prod - h->tx_reap >= h->depth) {
+		if (h->tx_prod - h->tx_reap >= h->tx_bound) {
 			__atomic_store_n(&h->tx_full, 1, __ATOMIC_SEQ_CST);
 			return NULL;
 		}
@@ -666,7 +666,18 @@ uint32_t sim_tx_space(struct u4l_chan *chan)
 		engine_run(h, h->txd, &h->tx_snap, false);
 		tx_reap(h);
 	}
-	return h->depth - (h->tx_prod - h->tx_reap);
+	return h->tx_prod - h->tx_reap >= h->tx_bound ?
+		       0 :
+		       h->tx_bound - (h->tx_prod - h->tx_reap);
+}
+
+void sim_tx_bound(struct u4l_chan *chan, uint32_t frames)
+{
+	struct sim_chan_h *h = (struct sim_chan_h *)chan;
+
+	if (frames < 1 || frames > h->depth)
+		frames = h->depth;
+	__atomic_store_n(&h->tx_bound, frames, __ATOMIC_RELAXED);
 }
 
 /* ---- RX (one thread per channel at a time: the engine's RX lock) ---- */
@@ -741,7 +752,8 @@ bool sim_chan_ready(struct sim_chan_h *h, uint64_t now, uint64_t *next)
 		}
 	}
 	/*
-	 * A sender that found the ring full waits for the oldest TX slot:
+	 * A sender that found the ring full (its bound reached) waits for
+	 * the oldest TX slot:
 	 * wake when it leaves the wire. A full ring whose oldest slot is free
 	 * again (a receiver's pump moved it) is "ready" so that it cannot miss
 	 * that wakeup. Slots are reaped lazily, so a ring nobody waits on may
@@ -758,7 +770,9 @@ bool sim_chan_ready(struct sim_chan_h *h, uint64_t now, uint64_t *next)
 			if (done > now) {
 				if (done < *next)
 					*next = done;
-			} else if (prod - reap >= h->depth) {
+			} else if (prod - reap >=
+				   __atomic_load_n(&h->tx_bound,
+						   __ATOMIC_RELAXED)) {
 				return true;
 			}
 		}

@@ -42,6 +42,29 @@ int u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
 	return 0;
 }
 
+/*
+ * Bound what a new channel queues on its TX ring to U4V_TX_QUEUE_NS of the
+ * wire (at least U4V_TX_QUEUE_MIN frames; an unthrottled link keeps the
+ * whole ring). Everything queued departs before a retransmission or an
+ * ACK posted behind it: a whole ring is hundreds of microseconds of the
+ * wire, paid once per loss, and the receiver holds that many frames past
+ * the hole meanwhile. The bound only has to cover the sender's refill: its
+ * passes come far more often than the queue drains.
+ */
+void u4v_tx_bound(struct u4v_ctx *ctx, struct u4l_chan *chan)
+{
+	uint64_t rate = ctx->ops->wire_rate(ctx->link), frames;
+
+	if (!ctx->ops->tx_bound || !rate)
+		return;
+	frames = rate * U4V_TX_QUEUE_NS / 1000000000ull / U4L_FRAME_MAX;
+	if (frames < U4V_TX_QUEUE_MIN)
+		frames = U4V_TX_QUEUE_MIN;
+	if (frames > UINT32_MAX)
+		frames = UINT32_MAX;
+	ctx->ops->tx_bound(chan, (uint32_t)frames);
+}
+
 /* Caller holds peer->tx_lock. */
 void u4v_tx_doorbell(struct u4v_peer *peer)
 {

@@ -120,6 +120,14 @@ struct u4l_ops {
 	void (*tx_doorbell)(struct u4l_chan *chan);
 	/* Free TX slots (reaps completed descriptors first). */
 	uint32_t (*tx_space)(struct u4l_chan *chan);
+	/*
+	 * Optional. Queue at most `frames` (>= 1) on the TX ring from now on:
+	 * tx_slot() gives none and tx_space() counts none past that bound, and
+	 * a sender waiting for space is woken as for a full ring. Frames
+	 * already queued stay. The engine sizes it to what the wire needs, so
+	 * that a retransmission does not wait behind a whole ring.
+	 */
+	void (*tx_bound)(struct u4l_chan *chan, uint32_t frames);
 
 	/* RX: 1 and the next completed frame in ring order, 0 if none, <0 err. */
 	int (*rx_peek)(struct u4l_chan *chan, struct u4l_rx_frame *frame);
