@@ -318,7 +318,16 @@ struct u4v_qp {
 	bool ack_pending;
 	uint64_t ack_due;     /* a held ACK goes out by then (0: none held) */
 	uint32_t unacked;     /* frames executed since the last ACK */
+	/* behind a hole (qp/ahead.c) */
 	bool nak_sent;	      /* NAK-seq sent for epsn */
+	uint8_t naks;	      /* NAK-seqs sent for it */
+	uint64_t nak_due;     /* send it again then, while the hole stays */
+	/* the last RDMA WRITE whose FIRST frame came ahead of the hole */
+	struct u4v_wr_ahead {
+		uint32_t psn, rkey;
+		uint64_t va, len;
+		bool valid;
+	} wr_ahead;
 	uint8_t pending_nak;  /* syndrome to send, 0 = none */
 	uint32_t pending_nak_psn;
 	/* message being received */
@@ -566,6 +575,16 @@ bool u4v_resp_queue_atomic(struct u4v_qp *qp, uint32_t psn, uint64_t orig,
 			   bool replay);
 /* A request with a PSN already executed: answer again, or drop it. */
 void u4v_resp_duplicate(struct u4v_qp *qp, const struct u4w_hdr *h);
+/* qp/ahead.c: the RC responder behind a hole */
+/* A request frame ahead of epsn: placed or held; the hole asked for. */
+void u4v_resp_ahead(struct u4v_qp *qp, const struct u4w_hdr *h,
+		    const uint8_t *payload, const void *frame, uint32_t len);
+/* epsn advanced: the hole (if any) is filled. */
+void u4v_resp_filled(struct u4v_qp *qp);
+/* Done executing what was held: frames past a new hole ask for it now. */
+void u4v_resp_hole_check(struct u4v_qp *qp);
+/* Ask for a hole again when due; the next deadline (0: none). */
+uint64_t u4v_resp_timer(struct u4v_qp *qp, uint64_t now);
 /* qp.c: send an ACK held for the application's answer now */
 void u4v_qp_flush_held_ack(struct u4v_qp *qp);
 /* Is a receive WQE available (own RQ or SRQ)? (also UD's, ud.c) */

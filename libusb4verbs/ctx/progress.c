@@ -307,7 +307,7 @@ static void drain_held(struct u4v_ctx *ctx)
 
 static void run_timers(struct u4v_ctx *ctx, uint64_t now)
 {
-	uint64_t next = UINT64_MAX, next_ack = 0;
+	uint64_t next = UINT64_MAX, next_ack = 0, nak;
 	uint32_t i;
 
 	for (i = 0; i < ctx->nqps_slots; i++) {
@@ -317,6 +317,9 @@ static void run_timers(struct u4v_ctx *ctx, uint64_t now)
 			continue;
 		pthread_mutex_lock(&qp->lock);
 		u4v_req_timer(qp, now);
+		nak = u4v_resp_timer(qp, now);
+		if (nak && nak < next)
+			next = nak;
 		if (qp->ack_due && now >= qp->ack_due) {
 			qp->ack_due = 0;
 			u4v_resp_tx(qp);

@@ -304,7 +304,8 @@ static void reset_state(struct u4v_qp *qp)
 	u4v_holes_reset(&qp->rd_holes);
 	qp->ack_pending = false;
 	qp->ack_due = 0;
-	qp->nak_sent = false;
+	u4v_resp_filled(qp);
+	qp->wr_ahead.valid = false;
 	qp->pending_nak = 0;
 	qp->retry_deadline = qp->rnr_deadline = qp->probe_deadline = 0;
 	qp->peer = NULL;

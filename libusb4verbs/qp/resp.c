@@ -195,7 +195,7 @@ static enum exec_result exec_write(struct u4v_qp *qp, const struct u4w_hdr *h,
 	    u4v_mr_check_remote(qp, qp->wr_rkey, qp->wr_va + qp->msg_off,
 				h->paylen, IBV_ACCESS_REMOTE_WRITE, &mr))
 		return refuse_write(qp, U4W_AETH_NAK_REM_ACCESS, syndrome);
-	/* payload NULL: placed ahead (place_ahead); ODP memory may be gone */
+	/* payload NULL: placed ahead (qp/ahead.c); ODP memory may be gone */
 	if (h->paylen && payload &&
 	    u4v_mr_write(mr, qp->wr_va + qp->msg_off, payload, h->paylen))
 		return refuse_write(qp, U4W_AETH_NAK_REM_ACCESS, syndrome);
@@ -302,7 +302,7 @@ static void after_exec(struct u4v_qp *qp, const struct u4w_hdr *h,
 						     1);
 		if (info->flags & U4W_OPF_LAST)
 			qp->msn = (qp->msn + 1) & U4V_PSN_MASK;
-		qp->nak_sent = false;
+		u4v_resp_filled(qp);
 		/* coalesce: ACK at message ends and every U4V_ACK_EVERY frames */
 		if ((h->flags & U4W_F_ACKREQ) ||
 		    ++qp->unacked >= U4V_ACK_EVERY ||
@@ -321,53 +321,13 @@ static void after_exec(struct u4v_qp *qp, const struct u4w_hdr *h,
 	}
 }
 
-/*
- * An RDMA WRITE frame that arrives ahead of a hole inside the message being
- * written: its place is known (the message's start PSN, va and length are),
- * so its payload goes straight into the MR and only its header waits for
- * the hole. Saves the copy into the reorder buffer that would cost a busy
- * receiver dearly while a retransmission crosses a full TX ring.
- */
-static bool place_ahead(struct u4v_qp *qp, const struct u4w_hdr *h,
-			const uint8_t *payload, const void *frame)
-{
-	uint32_t op = U4W_OP(h->opcode), first, n, idx;
-	struct u4v_mr *mr = NULL;
-	uint64_t va;
-	bool last;
-
-	if (!qp->in_msg || !qp->wr_mr ||
-	    (op != U4W_WRITE_MIDDLE && op != U4W_WRITE_LAST &&
-	     op != U4W_WRITE_LAST_IMM))
-		return false;
-	/* every frame executed so far carried a whole granule */
-	first = psn_add(qp->epsn, U4V_PSN_MASK + 1 -
-				  (uint32_t)(qp->msg_off / U4W_GRANULE));
-	n = u4f_nframes(qp->wr_len);
-	idx = (uint32_t)psn_diff(h->psn, first);
-	if (psn_diff(h->psn, first) <= 0 || idx >= n)
-		return false; /* not this message */
-	last = idx + 1 == n;
-	if (last != (op != U4W_WRITE_MIDDLE) ||
-	    h->paylen != u4f_frame_len(qp->wr_len, idx))
-		return false;
-	va = qp->wr_va + (uint64_t)idx * U4W_GRANULE;
-	/* written before it is held as placed: a write that fails (ODP
-	 * memory gone) leaves the frame to be held whole and refused later */
-	if (u4v_mr_check_remote(qp, qp->wr_rkey, va, h->paylen,
-				IBV_ACCESS_REMOTE_WRITE, &mr) ||
-	    u4v_mr_write(mr, va, payload, h->paylen))
-		return false;
-	return !u4f_reorder_hold_placed(&qp->req_reorder, qp->epsn, h->psn,
-					frame, u4w_hdr_len(h->opcode, h->flags));
-}
-
 static void rc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 		     const uint8_t *payload, const void *frame, uint32_t len)
 {
 	int32_t d = psn_diff(h->psn, qp->epsn);
 	enum exec_result r;
 	uint8_t syndrome = 0;
+	bool took = false;
 	void *held;
 	uint32_t hlen;
 
@@ -376,17 +336,7 @@ static void rc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 		return;
 	}
 	if (d > 0) {
-		bool held_ok = place_ahead(qp, h, payload, frame) ||
-			       !u4f_reorder_hold(&qp->req_reorder, qp->epsn,
-						 h->psn, frame, len);
-
-		if (held_ok)
-			u4l_count(&qp->ctx->cnt->ooo_frames, 1);
-		if (!qp->nak_sent) {
-			qp->nak_sent = true;
-			u4l_count(&qp->ctx->cnt->seq_naks_sent, 1);
-			u4v_send_ack(qp, U4W_AETH_NAK_SEQ, qp->epsn);
-		}
+		u4v_resp_ahead(qp, h, payload, frame, len);
 		return;
 	}
 	r = exec_request(qp, h, payload, &syndrome);
@@ -399,6 +349,7 @@ static void rc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 		if (!u4f_reorder_take_placed(&qp->req_reorder, qp->epsn, &held,
 					     &hlen, &placed))
 			break;
+		took = true;
 		/* a placed frame kept only its header: its payload is in */
 		if (!u4w_decode(held, placed ? hlen + u4w_peek_paylen(held) :
 					       hlen,
@@ -410,6 +361,9 @@ static void rc_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 		}
 		free(held);
 	}
+	/* the hole filled; what was held ran up to the next one */
+	if (took && r == EXEC_OK)
+		u4v_resp_hole_check(qp);
 }
 
 bool u4v_rwqe_ready(struct u4v_qp *qp)
