@@ -5,7 +5,7 @@
 # draws the pictures:
 #
 #   bench/run.sh [--quick] [--force] [--out DIR] [--build DIR] [--no-build]
-#                [--reps N] [--rate GBITS]
+#                [--reps N] [--rate GBITS] [--suites LIST]
 #
 #   --quick      everyday mode (< 3 minutes): fewer sizes/points, shorter runs
 #   --force      run even if the CPU frequency governor is not `performance`
@@ -14,6 +14,7 @@
 #   --no-build   do not (re)build the needed targets first
 #   --reps N     repetitions of every point (default 3 quick, 5 full; >= 3)
 #   --rate G     wire model rate in Gbit/s (default 20)
+#   --suites L   only these suites (comma-separated names, as listed below)
 #
 # What it measures (unmodified perftest through `usb4v-sim exec` unless
 # noted), every point repeated N times, spread kept (min/median/max):
@@ -25,6 +26,10 @@
 #   threads     bench/threads_bw: 1/2/4 threads, each its own QP, one context
 #   faults      ib_write_bw 64 KiB with --drop 1e-3 and/or --stranded 1/280
 #   read_faults ib_read_bw 64 KiB and 1 MiB, clean vs --drop 1e-3 and 1e-2
+#   loss        ib_write_bw 64 KiB, 1 QP, -D 4: per seed 1-5 a clean run,
+#               then --drop 1e-3 and 1e-2 with that seed, each against the
+#               clean run beside it (issue 14's targets: median >= 0.90,
+#               none < 0.80 at 1e-3; median >= 0.70 at 1e-2)
 #   cpu_cmp     the same bytes over TCP loopback (bench/tcp_bw) and over
 #               usb4verbs (ib_write_bw, 20 Gb/s and unthrottled): CPU-s/GiB
 #   sw_cost     unthrottled software cost: 8-byte RC RTT (engine_bw --lat
@@ -51,9 +56,10 @@ force=0
 dobuild=1
 reps=
 rate=20
+suites=
 cmdline="bench/run.sh${*:+ $*}"
 
-usage() { sed -n '4,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '4,18p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1; shift ;;
@@ -63,6 +69,7 @@ while [ $# -gt 0 ]; do
 	--no-build) dobuild=0; shift ;;
 	--reps) reps=$2; shift 2 ;;
 	--rate) rate=$2; shift 2 ;;
+	--suites) suites=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "bench/run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
 	esac
@@ -73,6 +80,7 @@ if ! [[ $reps =~ ^[0-9]+$ ]] || [ "$reps" -lt 3 ]; then
 	exit 2
 fi
 [[ $rate =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "bench/run.sh: bad --rate" >&2; exit 2; }
+want() { [ -z "$suites" ] || [[ ,$suites, == *,$1,* ]]; }
 case $out in /*) ;; *) out=$PWD/$out ;; esac
 case $build in /*) ;; *) build=$PWD/$build ;; esac
 
@@ -412,190 +420,244 @@ else
 fi
 
 # ---- bandwidth vs size
-log "suite bw_size: bandwidth vs message size (perftest -D $DUR, $reps reps)"
-for s in "${SIZES[@]}"; do bw_point bw_size "write/RC/$s" ib_write_bw RC "$s" 1 1 poll ""; done
-for s in "${OTHER_SIZES[@]}"; do
-	bw_point bw_size "write/UC/$s" ib_write_bw UC "$s" 1 1 poll ""
-	bw_point bw_size "send/RC/$s" ib_send_bw RC "$s" 1 1 poll ""
-	bw_point bw_size "send/UC/$s" ib_send_bw UC "$s" 1 1 poll ""
-	bw_point bw_size "read/RC/$s" ib_read_bw RC "$s" 1 1 poll ""
-done
-for s in "${SIZES_UD[@]}"; do bw_point bw_size "send/UD/$s" ib_send_bw UD "$s" 1 1 poll ""; done
+if want bw_size; then
+	log "suite bw_size: bandwidth vs message size (perftest -D $DUR, $reps reps)"
+	for s in "${SIZES[@]}"; do bw_point bw_size "write/RC/$s" ib_write_bw RC "$s" 1 1 poll ""; done
+	for s in "${OTHER_SIZES[@]}"; do
+		bw_point bw_size "write/UC/$s" ib_write_bw UC "$s" 1 1 poll ""
+		bw_point bw_size "send/RC/$s" ib_send_bw RC "$s" 1 1 poll ""
+		bw_point bw_size "send/UC/$s" ib_send_bw UC "$s" 1 1 poll ""
+		bw_point bw_size "read/RC/$s" ib_read_bw RC "$s" 1 1 poll ""
+	done
+	for s in "${SIZES_UD[@]}"; do bw_point bw_size "send/UD/$s" ib_send_bw UD "$s" 1 1 poll ""; done
+fi
 
 # ---- latency vs size
-log "suite lat_size: latency vs size (ib_send_lat / ib_write_lat, $LAT_ITERS iterations)"
-for s in "${LAT_SIZES[@]}"; do
-	lat_point lat_size "send_lat/RC/$s" ib_send_lat "$s" "--rate $rate" "$LAT_ITERS"
-done
-for s in "${WLAT_SIZES[@]}"; do
-	lat_point lat_size "write_lat/RC/$s" ib_write_lat "$s" "--rate $rate" "$LAT_ITERS"
-done
+if want lat_size; then
+	log "suite lat_size: latency vs size (ib_send_lat / ib_write_lat, $LAT_ITERS iterations)"
+	for s in "${LAT_SIZES[@]}"; do
+		lat_point lat_size "send_lat/RC/$s" ib_send_lat "$s" "--rate $rate" "$LAT_ITERS"
+	done
+	for s in "${WLAT_SIZES[@]}"; do
+		lat_point lat_size "write_lat/RC/$s" ib_write_lat "$s" "--rate $rate" "$LAT_ITERS"
+	done
+fi
 
 # ---- QP scaling
-log "suite qp_scale: aggregate RC write 64 KiB vs QP count"
-for q in "${QPS[@]}"; do bw_point qp_scale "1proc/$q" ib_write_bw RC 65536 "$q" 1 poll ""; done
-for q in "${QPS2[@]}"; do bw_point qp_scale "2proc/$q" ib_write_bw RC 65536 "$q" 2 poll ""; done
+if want qp_scale; then
+	log "suite qp_scale: aggregate RC write 64 KiB vs QP count"
+	for q in "${QPS[@]}"; do bw_point qp_scale "1proc/$q" ib_write_bw RC 65536 "$q" 1 poll ""; done
+	for q in "${QPS2[@]}"; do bw_point qp_scale "2proc/$q" ib_write_bw RC 65536 "$q" 2 poll ""; done
+fi
 
 # ---- poll vs event
-log "suite events: ib_send_bw RC 64 KiB x $EV_ITERS, poll vs event (-e; perftest has no -D with -e)"
-BW_ITERS=$EV_ITERS bw_point events "send/poll" ib_send_bw RC 65536 1 1 poll ""
-BW_ITERS=$EV_ITERS bw_point events "send/event" ib_send_bw RC 65536 1 1 event "" -e
+if want events; then
+	log "suite events: ib_send_bw RC 64 KiB x $EV_ITERS, poll vs event (-e; perftest has no -D with -e)"
+	BW_ITERS=$EV_ITERS bw_point events "send/poll" ib_send_bw RC 65536 1 1 poll ""
+	BW_ITERS=$EV_ITERS bw_point events "send/event" ib_send_bw RC 65536 1 1 event "" -e
+fi
 
 # ---- faults
-log "suite faults: ib_write_bw RC 64 KiB on a faulty cable vs clean"
-[ "$CLEAN_AGAIN" -eq 1 ] && bw_point faults "clean" ib_write_bw RC 65536 1 1 poll ""
-for f in "${FAULTS[@]}"; do
-	name=$(sed 's/--drop /drop=/; s/--stranded /stranded=/; s/ /+/g' <<<"$f")
-	bw_point faults "$name" ib_write_bw RC 65536 1 1 poll "$f"
-done
+if want faults; then
+	log "suite faults: ib_write_bw RC 64 KiB on a faulty cable vs clean"
+	[ "$CLEAN_AGAIN" -eq 1 ] && bw_point faults "clean" ib_write_bw RC 65536 1 1 poll ""
+	for f in "${FAULTS[@]}"; do
+		name=$(sed 's/--drop /drop=/; s/--stranded /stranded=/; s/ /+/g' <<<"$f")
+		bw_point faults "$name" ib_write_bw RC 65536 1 1 poll "$f"
+	done
+fi
 
 # ---- READ on lossy cables: each size against its own clean run
-log "suite read_faults: ib_read_bw RC 64 KiB / 1 MiB, clean vs drop 1e-3 / 1e-2"
-for s in 65536 1048576; do
-	bw_point read_faults "read/$s/clean" ib_read_bw RC "$s" 1 1 poll ""
-	for d in 0.001 0.01; do
-		bw_point read_faults "read/$s/drop=$d" ib_read_bw RC "$s" 1 1 poll "--drop $d"
+if want read_faults; then
+	log "suite read_faults: ib_read_bw RC 64 KiB / 1 MiB, clean vs drop 1e-3 / 1e-2"
+	for s in 65536 1048576; do
+		bw_point read_faults "read/$s/clean" ib_read_bw RC "$s" 1 1 poll ""
+		for d in 0.001 0.01; do
+			bw_point read_faults "read/$s/drop=$d" ib_read_bw RC "$s" 1 1 poll "--drop $d"
+		done
 	done
-done
+fi
 
 # ---- threads (our libibverbs program under usb4v-sim exec)
-log "suite threads: bench/threads_bw, T threads x own RC QP on one context"
-for s in "${THR_SIZES[@]}"; do
-	for t in "${THREADS[@]}"; do
-		for ((r = 1; r <= reps; r++)); do
-			reset_r
-			R[suite]=threads R[point]="write/$s/$t" R[tool]=threads_bw R[op]=write R[conn]=RC
-			R[size]=$s R[qps]=$t R[threads]=$t R[rep]=$r R[load1]=$(cut -d' ' -f1 /proc/loadavg)
-			cable_up --rate "$rate" || { fail_note cable; continue; }
-			lg=$out/logs/$CABLE-threads.log
-			b0=$(cpu_snap); t0=$(now)
-			timeout -k 3 $((DUR + 30)) "$SIM" exec --name "$CABLE" -- "$THREADS_BW" \
-				-d "$D0" -D "$D1" -t "$t" -s "$s" --seconds "$DUR" >"$lg" 2>&1
-			st=$?
-			t1=$(now); b1=$(cpu_snap)
-			R[retx]=$(cable_retx)
-			cable_down
-			[ "$st" -eq 0 ] || fail_note "exit-$st"
-			R[wall]=$(fsub "$t1" "$t0")
-			R[mcpu]=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN{printf "%.3f", d/hz}')
-			R[mcores]=$(awk -v c="${R[mcpu]}" -v w="${R[wall]}" 'BEGIN{printf "%.3f", c/w}')
-			kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$lg" | head -1; }
-			R[bytes]=$(kv bytes) R[ccpu]=$(kv init_cpu_s) R[scpu]=$(kv target_cpu_s)
-			g=$(kv goodput_gbps)
-			[ -n "$g" ] || fail_note no-result
-			emit gbps "$g" Gbps
-			emit thread_min_gbps "$(kv thread_min_gbps)" Gbps
-			emit thread_max_gbps "$(kv thread_max_gbps)" Gbps
-			printf '  %-34s rep %d: %8s Gb/s (per thread %s..%s)\n' "write/$s/${t}thr" "$r" "${g:-FAIL}" "$(kv thread_min_gbps)" "$(kv thread_max_gbps)" | tee -a "$out/run.log" >&2
+if want threads; then
+	log "suite threads: bench/threads_bw, T threads x own RC QP on one context"
+	for s in "${THR_SIZES[@]}"; do
+		for t in "${THREADS[@]}"; do
+			for ((r = 1; r <= reps; r++)); do
+				reset_r
+				R[suite]=threads R[point]="write/$s/$t" R[tool]=threads_bw R[op]=write R[conn]=RC
+				R[size]=$s R[qps]=$t R[threads]=$t R[rep]=$r R[load1]=$(cut -d' ' -f1 /proc/loadavg)
+				cable_up --rate "$rate" || { fail_note cable; continue; }
+				lg=$out/logs/$CABLE-threads.log
+				b0=$(cpu_snap); t0=$(now)
+				timeout -k 3 $((DUR + 30)) "$SIM" exec --name "$CABLE" -- "$THREADS_BW" \
+					-d "$D0" -D "$D1" -t "$t" -s "$s" --seconds "$DUR" >"$lg" 2>&1
+				st=$?
+				t1=$(now); b1=$(cpu_snap)
+				R[retx]=$(cable_retx)
+				cable_down
+				[ "$st" -eq 0 ] || fail_note "exit-$st"
+				R[wall]=$(fsub "$t1" "$t0")
+				R[mcpu]=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN{printf "%.3f", d/hz}')
+				R[mcores]=$(awk -v c="${R[mcpu]}" -v w="${R[wall]}" 'BEGIN{printf "%.3f", c/w}')
+				kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$lg" | head -1; }
+				R[bytes]=$(kv bytes) R[ccpu]=$(kv init_cpu_s) R[scpu]=$(kv target_cpu_s)
+				g=$(kv goodput_gbps)
+				[ -n "$g" ] || fail_note no-result
+				emit gbps "$g" Gbps
+				emit thread_min_gbps "$(kv thread_min_gbps)" Gbps
+				emit thread_max_gbps "$(kv thread_max_gbps)" Gbps
+				printf '  %-34s rep %d: %8s Gb/s (per thread %s..%s)\n' "write/$s/${t}thr" "$r" "${g:-FAIL}" "$(kv thread_min_gbps)" "$(kv thread_max_gbps)" | tee -a "$out/run.log" >&2
+			done
 		done
 	done
-done
+fi
 
 # ---- CPU per GiB: TCP loopback vs usb4verbs, same bytes
-log "suite cpu_cmp: $((CMP_BYTES >> 20)) MiB in 64 KiB messages: TCP loopback vs usb4verbs"
-for ((r = 1; r <= reps; r++)); do
-	reset_r
-	R[suite]=cpu_cmp R[point]="tcp/65536" R[tool]=tcp_bw R[op]=stream R[conn]=TCP R[size]=65536
-	R[rate]=0 R[rep]=$r R[bytes]=$CMP_BYTES R[load1]=$(cut -d' ' -f1 /proc/loadavg)
-	lg=$out/logs/tcp-$r.log
-	b0=$(cpu_snap); t0=$(now)
-	timeout -k 3 120 "$TCP_BW" -s 65536 -b "$CMP_BYTES" >"$lg" 2>&1 || fail_note exit
-	t1=$(now); b1=$(cpu_snap)
-	R[wall]=$(fsub "$t1" "$t0")
-	R[mcpu]=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN{printf "%.3f", d/hz}')
-	R[mcores]=$(awk -v c="${R[mcpu]}" -v w="${R[wall]}" 'BEGIN{printf "%.3f", c/w}')
-	R[ccpu]=$(sed -n 's/.*sender_cpu_s=\([^ ]*\).*/\1/p' "$lg")
-	R[scpu]=$(sed -n 's/.*receiver_cpu_s=\([^ ]*\).*/\1/p' "$lg")
-	g=$(sed -n 's/.*goodput_gbps=\([^ ]*\).*/\1/p' "$lg")
-	gib=$(awk -v b="$CMP_BYTES" 'BEGIN{print b/2^30}')
-	emit gbps "$g" Gbps
-	emit machine_cpu_s_per_gib "$(awk -v c="${R[mcpu]}" -v g="$gib" 'BEGIN{printf "%.4f", c/g}')" s/GiB
-	emit proc_cpu_s_per_gib "$(awk -v a="${R[ccpu]:-0}" -v b="${R[scpu]:-0}" -v g="$gib" 'BEGIN{printf "%.4f", (a+b)/g}')" s/GiB
-	printf '  %-34s rep %d: %8s Gb/s  machine %s CPU-s\n' "tcp/65536" "$r" "${g:-FAIL}" "${R[mcpu]}" | tee -a "$out/run.log" >&2
-done
-n_cmp=$((CMP_BYTES / 65536))
-for rr in "${CMP_RATES[@]}"; do
-	for om in write/poll send/poll send/event; do
-		op=${om%/*} m=${om#*/}
-		ev=()
-		[ "$m" = event ] && ev=(-e)
-		for ((r = 1; r <= reps; r++)); do
-			reset_r
-			R[suite]=cpu_cmp R[point]="usb4verbs-$op/r$rr/$m" R[tool]=ib_${op}_bw R[op]=$op
-			R[conn]=RC R[size]=65536 R[rate]=$rr R[rep]=$r R[mode]=$m R[bytes]=$CMP_BYTES
-			pt_run 1 120 "--rate $rr" -- "ib_${op}_bw" -F --report_gbits -c RC -s 65536 -n "$n_cmp" "${ev[@]}"
-			[ -n "$PT_BW" ] || fail_note no-result
-			gib=$(awk -v b="$CMP_BYTES" 'BEGIN{print b/2^30}')
-			emit gbps "$PT_BW" Gbps
-			emit machine_cpu_s_per_gib "$(awk -v c="${R[mcpu]}" -v g="$gib" 'BEGIN{printf "%.4f", c/g}')" s/GiB
-			emit proc_cpu_s_per_gib "$(awk -v a="${R[ccpu]:-0}" -v b="${R[scpu]:-0}" -v g="$gib" 'BEGIN{printf "%.4f", (a+b)/g}')" s/GiB
-			printf '  %-34s rep %d: %8s Gb/s  machine %s CPU-s\n' "$op r=$rr $m" "$r" "${PT_BW:-FAIL}" "${R[mcpu]}" | tee -a "$out/run.log" >&2
+if want cpu_cmp; then
+	log "suite cpu_cmp: $((CMP_BYTES >> 20)) MiB in 64 KiB messages: TCP loopback vs usb4verbs"
+	for ((r = 1; r <= reps; r++)); do
+		reset_r
+		R[suite]=cpu_cmp R[point]="tcp/65536" R[tool]=tcp_bw R[op]=stream R[conn]=TCP R[size]=65536
+		R[rate]=0 R[rep]=$r R[bytes]=$CMP_BYTES R[load1]=$(cut -d' ' -f1 /proc/loadavg)
+		lg=$out/logs/tcp-$r.log
+		b0=$(cpu_snap); t0=$(now)
+		timeout -k 3 120 "$TCP_BW" -s 65536 -b "$CMP_BYTES" >"$lg" 2>&1 || fail_note exit
+		t1=$(now); b1=$(cpu_snap)
+		R[wall]=$(fsub "$t1" "$t0")
+		R[mcpu]=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN{printf "%.3f", d/hz}')
+		R[mcores]=$(awk -v c="${R[mcpu]}" -v w="${R[wall]}" 'BEGIN{printf "%.3f", c/w}')
+		R[ccpu]=$(sed -n 's/.*sender_cpu_s=\([^ ]*\).*/\1/p' "$lg")
+		R[scpu]=$(sed -n 's/.*receiver_cpu_s=\([^ ]*\).*/\1/p' "$lg")
+		g=$(sed -n 's/.*goodput_gbps=\([^ ]*\).*/\1/p' "$lg")
+		gib=$(awk -v b="$CMP_BYTES" 'BEGIN{print b/2^30}')
+		emit gbps "$g" Gbps
+		emit machine_cpu_s_per_gib "$(awk -v c="${R[mcpu]}" -v g="$gib" 'BEGIN{printf "%.4f", c/g}')" s/GiB
+		emit proc_cpu_s_per_gib "$(awk -v a="${R[ccpu]:-0}" -v b="${R[scpu]:-0}" -v g="$gib" 'BEGIN{printf "%.4f", (a+b)/g}')" s/GiB
+		printf '  %-34s rep %d: %8s Gb/s  machine %s CPU-s\n' "tcp/65536" "$r" "${g:-FAIL}" "${R[mcpu]}" | tee -a "$out/run.log" >&2
+	done
+	n_cmp=$((CMP_BYTES / 65536))
+	for rr in "${CMP_RATES[@]}"; do
+		for om in write/poll send/poll send/event; do
+			op=${om%/*} m=${om#*/}
+			ev=()
+			[ "$m" = event ] && ev=(-e)
+			for ((r = 1; r <= reps; r++)); do
+				reset_r
+				R[suite]=cpu_cmp R[point]="usb4verbs-$op/r$rr/$m" R[tool]=ib_${op}_bw R[op]=$op
+				R[conn]=RC R[size]=65536 R[rate]=$rr R[rep]=$r R[mode]=$m R[bytes]=$CMP_BYTES
+				pt_run 1 120 "--rate $rr" -- "ib_${op}_bw" -F --report_gbits -c RC -s 65536 -n "$n_cmp" "${ev[@]}"
+				[ -n "$PT_BW" ] || fail_note no-result
+				gib=$(awk -v b="$CMP_BYTES" 'BEGIN{print b/2^30}')
+				emit gbps "$PT_BW" Gbps
+				emit machine_cpu_s_per_gib "$(awk -v c="${R[mcpu]}" -v g="$gib" 'BEGIN{printf "%.4f", c/g}')" s/GiB
+				emit proc_cpu_s_per_gib "$(awk -v a="${R[ccpu]:-0}" -v b="${R[scpu]:-0}" -v g="$gib" 'BEGIN{printf "%.4f", (a+b)/g}')" s/GiB
+				printf '  %-34s rep %d: %8s Gb/s  machine %s CPU-s\n' "$op r=$rr $m" "$r" "${PT_BW:-FAIL}" "${R[mcpu]}" | tee -a "$out/run.log" >&2
+			done
 		done
 	done
-done
+fi
 
 # ---- unthrottled software cost
-log "suite sw_cost: 8-byte RC round trip with polling, unthrottled; instructions per message"
-for ((r = 1; r <= reps; r++)); do
-	reset_r
-	R[suite]=sw_cost R[point]="engine_lat/8" R[tool]=engine_bw R[op]=send R[conn]=RC R[size]=8
-	R[rate]=0 R[rep]=$r R[load1]=$(cut -d' ' -f1 /proc/loadavg)
-	lg=$out/logs/engine_lat-$r.log
-	b0=$(cpu_snap); t0=$(now)
-	timeout -k 3 120 "$ENGINE_BW" --lat -r 0 -n $((quick ? 5000 : 20000)) >"$lg" 2>&1 || fail_note exit
-	t1=$(now); b1=$(cpu_snap)
-	R[wall]=$(fsub "$t1" "$t0")
-	R[mcpu]=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN{printf "%.3f", d/hz}')
-	v=$(sed -n 's/.*rtt_us=\([^ ]*\).*/\1/p' "$lg")
-	[ -n "$v" ] || fail_note no-result
-	emit rtt_us "$v" us
-	printf '  %-34s rep %d: rtt %s us\n' "engine_bw --lat -r 0" "$r" "${v:-FAIL}" | tee -a "$out/run.log" >&2
-done
-lat_point sw_cost "send_lat/r0/8" ib_send_lat 8 "--rate 0" $((quick ? 1000 : 5000))
-# what an idle context costs: two connected contexts, no traffic
-for ((r = 1; r <= reps; r++)); do
-	reset_r
-	R[suite]=sw_cost R[point]="idle/2ctx" R[tool]=engine_bw R[op]=none R[conn]=RC
-	R[rep]=$r R[load1]=$(cut -d' ' -f1 /proc/loadavg)
-	lg=$out/logs/engine_idle-$r.log
-	timeout -k 3 60 "$ENGINE_BW" --idle --seconds $((quick ? 3 : 10)) >"$lg" 2>&1 || fail_note exit
-	v=$(sed -n 's/.*cpu_pct_per_context=\([^ ]*\).*/\1/p' "$lg")
-	[ -n "$v" ] || fail_note no-result
-	emit idle_cpu_pct "$v" "%core"
-	printf '  %-34s rep %d: %s %% of a core per context\n' "engine_bw --idle" "$r" "${v:-FAIL}" | tee -a "$out/run.log" >&2
-done
-
-if [ "$have_valgrind" -eq 1 ]; then
-	# Instructions per message: callgrind on both processes of engine_bw
-	# (initiator + passive target, all threads), unthrottled RC WRITE of 64
-	# bytes: total Ir / messages. Full mode also runs a smaller count; the
-	# difference (marginal) cancels setup and teardown.
+if want sw_cost; then
+	log "suite sw_cost: 8-byte RC round trip with polling, unthrottled; instructions per message"
 	for ((r = 1; r <= reps; r++)); do
-		IR=()
-		for n in "${CG_N[@]}"; do
-			d=$TMP/cg-$r-$n
-			mkdir -p "$d"
-			timeout -k 5 600 valgrind --tool=callgrind --trace-children=yes \
-				--callgrind-out-file="$d/cg.%p" "$ENGINE_BW" --op write -s 64 -r 0 -n "$n" \
-				>"$out/logs/callgrind-$r-$n.log" 2>&1
-			IR[$n]=$(cat "$d"/cg.* 2>/dev/null | awk '/^summary:/{s += $2} END{print s + 0}')
-		done
 		reset_r
-		R[suite]=sw_cost R[point]="callgrind/write/64" R[tool]=engine_bw R[op]=write R[conn]=RC
-		R[size]=64 R[rate]=0 R[rep]=$r
-		hi=${CG_N[-1]} lo=${CG_N[0]} ipm=''
-		R[bytes]=$((hi * 64))
-		[ "$lo" != "$hi" ] &&
-			ipm=$(awk -v a="${IR[$hi]}" -v b="${IR[$lo]}" -v n=$((hi - lo)) 'BEGIN{if (a > b) printf "%.0f", (a-b)/n}')
-		tot=$(awk -v a="${IR[$hi]}" -v n="$hi" 'BEGIN{if (a > 0) printf "%.0f", a/n}')
-		[ -n "$tot" ] || fail_note no-result
-		R[note]="Ir(n=$hi)=${IR[$hi]}${ipm:+ Ir(n=$lo)=${IR[$lo]}}"
-		emit instr_per_msg "$tot" Ir/msg
-		[ -n "$ipm" ] && emit instr_per_msg_marginal "$ipm" Ir/msg
-		printf '  %-34s rep %d: %s instructions/message (total Ir / n=%s)%s\n' "callgrind engine_bw write 64B" "$r" "${tot:-FAIL}" "$hi" "${ipm:+, marginal $ipm}" | tee -a "$out/run.log" >&2
+		R[suite]=sw_cost R[point]="engine_lat/8" R[tool]=engine_bw R[op]=send R[conn]=RC R[size]=8
+		R[rate]=0 R[rep]=$r R[load1]=$(cut -d' ' -f1 /proc/loadavg)
+		lg=$out/logs/engine_lat-$r.log
+		b0=$(cpu_snap); t0=$(now)
+		timeout -k 3 120 "$ENGINE_BW" --lat -r 0 -n $((quick ? 5000 : 20000)) >"$lg" 2>&1 || fail_note exit
+		t1=$(now); b1=$(cpu_snap)
+		R[wall]=$(fsub "$t1" "$t0")
+		R[mcpu]=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN{printf "%.3f", d/hz}')
+		v=$(sed -n 's/.*rtt_us=\([^ ]*\).*/\1/p' "$lg")
+		[ -n "$v" ] || fail_note no-result
+		emit rtt_us "$v" us
+		printf '  %-34s rep %d: rtt %s us\n' "engine_bw --lat -r 0" "$r" "${v:-FAIL}" | tee -a "$out/run.log" >&2
 	done
-else
-	log "valgrind not installed: instructions per message not measured"
+	lat_point sw_cost "send_lat/r0/8" ib_send_lat 8 "--rate 0" $((quick ? 1000 : 5000))
+	# what an idle context costs: two connected contexts, no traffic
+	for ((r = 1; r <= reps; r++)); do
+		reset_r
+		R[suite]=sw_cost R[point]="idle/2ctx" R[tool]=engine_bw R[op]=none R[conn]=RC
+		R[rep]=$r R[load1]=$(cut -d' ' -f1 /proc/loadavg)
+		lg=$out/logs/engine_idle-$r.log
+		timeout -k 3 60 "$ENGINE_BW" --idle --seconds $((quick ? 3 : 10)) >"$lg" 2>&1 || fail_note exit
+		v=$(sed -n 's/.*cpu_pct_per_context=\([^ ]*\).*/\1/p' "$lg")
+		[ -n "$v" ] || fail_note no-result
+		emit idle_cpu_pct "$v" "%core"
+		printf '  %-34s rep %d: %s %% of a core per context\n' "engine_bw --idle" "$r" "${v:-FAIL}" | tee -a "$out/run.log" >&2
+	done
+
+	if [ "$have_valgrind" -eq 1 ]; then
+		# Instructions per message: callgrind on both processes of engine_bw
+		# (initiator + passive target, all threads), unthrottled RC WRITE of 64
+		# bytes: total Ir / messages. Full mode also runs a smaller count; the
+		# difference (marginal) cancels setup and teardown.
+		for ((r = 1; r <= reps; r++)); do
+			IR=()
+			for n in "${CG_N[@]}"; do
+				d=$TMP/cg-$r-$n
+				mkdir -p "$d"
+				timeout -k 5 600 valgrind --tool=callgrind --trace-children=yes \
+					--callgrind-out-file="$d/cg.%p" "$ENGINE_BW" --op write -s 64 -r 0 -n "$n" \
+					>"$out/logs/callgrind-$r-$n.log" 2>&1
+				IR[$n]=$(cat "$d"/cg.* 2>/dev/null | awk '/^summary:/{s += $2} END{print s + 0}')
+			done
+			reset_r
+			R[suite]=sw_cost R[point]="callgrind/write/64" R[tool]=engine_bw R[op]=write R[conn]=RC
+			R[size]=64 R[rate]=0 R[rep]=$r
+			hi=${CG_N[-1]} lo=${CG_N[0]} ipm=''
+			R[bytes]=$((hi * 64))
+			[ "$lo" != "$hi" ] &&
+				ipm=$(awk -v a="${IR[$hi]}" -v b="${IR[$lo]}" -v n=$((hi - lo)) 'BEGIN{if (a > b) printf "%.0f", (a-b)/n}')
+			tot=$(awk -v a="${IR[$hi]}" -v n="$hi" 'BEGIN{if (a > 0) printf "%.0f", a/n}')
+			[ -n "$tot" ] || fail_note no-result
+			R[note]="Ir(n=$hi)=${IR[$hi]}${ipm:+ Ir(n=$lo)=${IR[$lo]}}"
+			emit instr_per_msg "$tot" Ir/msg
+			[ -n "$ipm" ] && emit instr_per_msg_marginal "$ipm" Ir/msg
+			printf '  %-34s rep %d: %s instructions/message (total Ir / n=%s)%s\n' "callgrind engine_bw write 64B" "$r" "${tot:-FAIL}" "$hi" "${ipm:+, marginal $ipm}" | tee -a "$out/run.log" >&2
+		done
+	else
+		log "valgrind not installed: instructions per message not measured"
+	fi
+fi
+
+# ---- loss: every lossy run against a clean run made right beside it
+if want loss; then
+	LOSS_DUR=4
+	log "suite loss: ib_write_bw RC 64 KiB, 1 QP, -D $LOSS_DUR; per seed: clean, --drop 0.001, --drop 0.01"
+	declare -A LOSS_RATIOS=()
+	for seed in 1 2 3 4 5; do
+		clean=
+		for d in 0 0.001 0.01; do
+			reset_r
+			R[suite]=loss R[tool]=ib_write_bw R[op]=write R[conn]=RC R[size]=65536
+			R[rep]=$seed R[drop]=$d R[point]=clean
+			up="--rate $rate"
+			[ "$d" = 0 ] || { R[point]="drop=$d" up="$up --drop $d --seed $seed"; }
+			pt_run 1 $((LOSS_DUR + 40)) "$up" -- ib_write_bw -F --report_gbits -c RC \
+				-s 65536 -q 1 -D "$LOSS_DUR"
+			[ -n "$PT_BW" ] || fail_note no-result
+			emit gbps "$PT_BW" Gbps
+			if [ "$d" = 0 ]; then
+				clean=$PT_BW
+				continue
+			fi
+			ratio=$(awk -v a="$PT_BW" -v b="$clean" 'BEGIN{if (a > 0 && b > 0) printf "%.3f", a/b}')
+			emit ratio_to_clean "$ratio" x
+			LOSS_RATIOS[$d]="${LOSS_RATIOS[$d]:-} ${ratio:-0}"
+			printf '  %-34s seed %d: %8s Gb/s, clean %s: ratio %s  retx %s\n' "drop=$d" "$seed" "${PT_BW:-FAIL}" "${clean:-FAIL}" "${ratio:-?}" "${R[retx]:-?}" | tee -a "$out/run.log" >&2
+		done
+	done
+	for d in 0.001 0.01; do
+		read -r med mn <<<"$(tr ' ' '\n' <<<"${LOSS_RATIOS[$d]}" | awk 'NF' | sort -g |
+			awk '{a[NR] = $1} END{if (NR) print a[int((NR + 1) / 2)], a[1]}')"
+		target=$([ "$d" = 0.001 ] && echo "median >= 0.90, none < 0.80" || echo "median >= 0.70")
+		met=$(awk -v d="$d" -v m="${med:-0}" -v n="${mn:-0}" 'BEGIN{print ((d == 0.001 ? m >= 0.90 && n >= 0.80 : m >= 0.70) ? "met" : "NOT met")}')
+		log "loss drop=$d: ratios to clean${LOSS_RATIOS[$d]}; median ${med:-?}, min ${mn:-?} (target $target: $met)"
+	done
 fi
 
 # ------------------------------------------------------------------ report
