@@ -33,12 +33,23 @@ static int check_init(const struct u4v_qp_init *init)
 static int alloc_queues(struct u4v_qp *qp)
 {
 	struct ibv_qp_cap *c = &qp->cap;
+	uint32_t wqe_room;
 
 	/* granted = requested, at least 1; the inline area per WQE */
 	if (!c->max_send_wr)
 		c->max_send_wr = 1;
 	if (!c->max_send_sge)
 		c->max_send_sge = 1;
+	/*
+	 * Inline data shares a WQE's room with its gather list, as on
+	 * hardware (rxe and mlx5 grant at least that much): rdma_xclient and
+	 * others post small inline sends without asking for inline room.
+	 */
+	wqe_room = c->max_send_sge * (uint32_t)sizeof(struct ibv_sge);
+	if (wqe_room > U4V_MAX_INLINE)
+		wqe_room = U4V_MAX_INLINE;
+	if (c->max_inline_data < wqe_room)
+		c->max_inline_data = wqe_room;
 	/* a power of two: the ring indices run free and wrap cleanly */
 	qp->sq_size = 1;
 	while (qp->sq_size < c->max_send_wr)
