@@ -66,6 +66,12 @@ static inline const char *make_cable(const char *tag, struct u4l_sim_config *cfg
 	return n;
 }
 
+/* Rings of 16: full after a few frames. A make_cable tweak. */
+static inline void depth16(struct u4l_sim_config *c)
+{
+	c->ring_depth = 16;
+}
+
 static inline struct u4l_dev *open_end(const char *n, uint32_t end)
 {
 	struct u4l_dev *d = NULL;
