@@ -186,46 +186,88 @@ static bool wqe_outstanding(struct u4v_qp *qp)
 	return false;
 }
 
+/* The single resend a NAK asked for, if any. False: no TX space for it. */
+static bool resend_asked(struct u4v_qp *qp)
+{
+	if (!qp->resend_one)
+		return true;
+	if (!u4v_req_resend(qp, qp->resend_psn))
+		return false;
+	qp->resend_one = false;
+	return true;
+}
+
+/*
+ * Give w its PSNs, unless it must wait: SQD admits no new WQE, an RC READ
+ * or atomic waits for the initiator depth, a fenced WQE for the READs and
+ * atomics before it.
+ */
+static bool assign_psns(struct u4v_qp *qp, struct u4v_swqe *w)
+{
+	bool rc = qp->type == IBV_QPT_RC;
+
+	if (qp->state == IBV_QPS_SQD)
+		return false;
+	if (rc && u4v_rd_atomic(w->opcode) && qp->rd_pending >= rd_limit(qp))
+		return false;
+	if (rc && (w->send_flags & IBV_SEND_FENCE) && qp->rd_pending)
+		return false;
+	w->first_psn = qp->sq_psn;
+	qp->sq_psn = psn_add(qp->sq_psn, w->npsn);
+	w->psn_assigned = true;
+	if (rc && u4v_rd_atomic(w->opcode))
+		qp->rd_pending++;
+	return true;
+}
+
+enum frames_sent {
+	FRAMES_ALL,	/* every frame of the WQE is out */
+	FRAMES_WINDOW,	/* the window is full: wait for ACKs */
+	FRAMES_TX_FULL, /* no TX space: try again when there is */
+};
+
+/* The frames of w not sent yet, while the window and TX space allow. */
+static enum frames_sent send_frames(struct u4v_qp *qp, struct u4v_peer *peer,
+				    struct u4v_swqe *w)
+{
+	bool rc = qp->type == IBV_QPT_RC;
+
+	while (w->next_frame < w->nframes) {
+		uint32_t psn = psn_add(w->first_psn, w->next_frame);
+
+		if (rc && psn_diff(psn, qp->acked_psn) > (int)U4V_WINDOW)
+			return FRAMES_WINDOW;
+		if (rc && psn_le(psn, qp->acked_psn) &&
+		    !u4v_rd_atomic(w->opcode)) {
+			w->next_frame++; /* delivered before a rewind */
+			continue;
+		}
+		if (!emit_next(qp, peer, w, w->next_frame))
+			return FRAMES_TX_FULL;
+		w->next_frame++;
+	}
+	return FRAMES_ALL;
+}
+
 /* Send frames of WQEs in order while window, limits and TX space allow. */
 static void push_connected(struct u4v_qp *qp, uint64_t now)
 {
 	struct u4v_peer *peer = qp->peer;
-	bool blocked = false;
+	bool blocked;
 
 	pthread_mutex_lock(&peer->tx_lock);
-	if (u4v_tx_queue_behind(peer, qp))
-		blocked = true;
-	if (!blocked && !send_asks(qp, peer))
-		blocked = true;
-	if (!blocked && qp->resend_one) {
-		if (u4v_req_resend(qp, qp->resend_psn))
-			qp->resend_one = false;
-		else
-			blocked = true;
-	}
+	blocked = u4v_tx_queue_behind(peer, qp) || !send_asks(qp, peer) ||
+		  !resend_asked(qp);
 	while (!blocked && qp->sq_send != qp->sq_tail) {
 		struct u4v_swqe *w = u4v_sq_at(qp, qp->sq_send);
-		bool rc = qp->type == IBV_QPT_RC;
+		enum frames_sent sent;
 
 		if (w->state == U4V_WQE_DONE) { /* acknowledged meanwhile */
 			qp->sq_send = qp->sq_send + 1;
 			continue;
 		}
-		if (!w->psn_assigned) {
-			if (qp->state == IBV_QPS_SQD)
-				break;
-			if (rc && u4v_rd_atomic(w->opcode) &&
-			    qp->rd_pending >= rd_limit(qp))
-				break;
-			if (rc && (w->send_flags & IBV_SEND_FENCE) &&
-			    qp->rd_pending)
-				break;
-			w->first_psn = qp->sq_psn;
-			qp->sq_psn = psn_add(qp->sq_psn, w->npsn);
-			w->psn_assigned = true;
-			if (rc && u4v_rd_atomic(w->opcode))
-				qp->rd_pending++;
-		}
+		if (!w->psn_assigned && !assign_psns(qp, w))
+			break;
 		if (u4w_wr_flags(w->opcode) & U4W_WRF_LOCAL) {
 			/* bind / invalidate: here, in send-queue order */
 			w->status = u4v_mw_local_op(qp, w);
@@ -233,23 +275,12 @@ static void push_connected(struct u4v_qp *qp, uint64_t now)
 			qp->sq_send = qp->sq_send + 1;
 			continue;
 		}
-		while (w->next_frame < w->nframes) {
-			uint32_t psn = psn_add(w->first_psn, w->next_frame);
-
-			if (rc && psn_diff(psn, qp->acked_psn) > (int)U4V_WINDOW)
-				goto out; /* window full: wait for ACKs */
-			if (rc && psn_le(psn, qp->acked_psn) &&
-			    !u4v_rd_atomic(w->opcode)) {
-				w->next_frame++; /* delivered before a rewind */
-				continue;
-			}
-			if (!emit_next(qp, peer, w, w->next_frame)) {
-				blocked = true;
-				goto out;
-			}
-			w->next_frame++;
+		sent = send_frames(qp, peer, w);
+		if (sent != FRAMES_ALL) {
+			blocked = sent == FRAMES_TX_FULL;
+			break;
 		}
-		if (rc) {
+		if (qp->type == IBV_QPT_RC) {
 			w->state = U4V_WQE_SENT;
 			if (!qp->retry_deadline)
 				u4v_req_arm_timer(qp, now);
@@ -258,7 +289,6 @@ static void push_connected(struct u4v_qp *qp, uint64_t now)
 		}
 		qp->sq_send = qp->sq_send + 1;
 	}
-out:
 	if (qp->type == IBV_QPT_RC && qp->sq_send == qp->sq_head &&
 	    qp->sq_send != qp->sq_tail &&
 	    u4v_sq_at(qp, qp->sq_send)->next_frame && !qp->retry_deadline)
