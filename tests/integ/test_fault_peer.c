@@ -69,23 +69,11 @@ static void child_main(const char *shm, int wfd, int rfd)
 	}
 }
 
-static void test_peer_killed(void **state)
+/* The target in a process of its own; *rfd, *wfd: our ends of its pipes. */
+static void spawn_target(const char *shm, int *rfd, int *wfd)
 {
-	const char *shm = u4vt_shm_name("kill");
 	int p2c[2], c2p[2];
-	struct u4vt_end a;
-	struct u4vt_qp_opts o;
-	struct u4v_qp *qp;
-	struct u4v_mr *mr;
-	struct u4l_counters before, after;
-	uint32_t remote = 0, qpn;
-	uint8_t *buf;
-	uint64_t posted = 0, ok = 0, t_kill = 0, t_err = 0, bound_ms;
-	uint64_t deadline;
-	int flushed = 0, status = -1;
 
-	(void)state;
-	u4vt_cable_create(shm, NULL);
 	assert_int_equal(pipe(p2c), 0);
 	assert_int_equal(pipe(c2p), 0);
 	/* fork before any context exists: no progress threads yet */
@@ -99,6 +87,77 @@ static void test_peer_killed(void **state)
 	}
 	close(p2c[0]);
 	close(c2p[1]);
+	*rfd = c2p[0];
+	*wfd = p2c[1];
+}
+
+struct kill_run {
+	uint64_t ok;		    /* sends completed successfully */
+	uint64_t t_kill;	    /* when the target was killed (ms) */
+	uint64_t t_err;		    /* when the first error completed */
+	int status;		    /* its status; -1: none within 20 s */
+	struct u4l_counters before; /* the cable's, at the kill */
+};
+
+/* 64 KiB SENDs, 16 in flight; the target killed after 200; to the error. */
+static void send_until_error(const char *shm, struct u4vt_end *a,
+			     struct u4v_qp *qp, uint8_t *buf,
+			     struct u4v_mr *mr, struct kill_run *run)
+{
+	uint64_t posted = 0, deadline = u4vt_now_ms() + 20000;
+
+	run->status = -1;
+	while (u4vt_now_ms() < deadline && run->status < 0) {
+		struct ibv_wc wc[16];
+		int i, n;
+
+		/*
+		 * Keep posting after the kill too: the peer may have acknowledged
+		 * everything in flight just before it died, and those ACKs are
+		 * still delivered.
+		 */
+		while (posted - run->ok < 16) {
+			if (rel_post(qp, IBV_WR_SEND, posted, buf, 65536,
+				     u4v_mr_lkey(mr), 0, 0))
+				break;
+			posted++;
+		}
+		if (!run->t_kill && run->ok >= 200) {
+			rel_counters(shm, &run->before);
+			kill_child();
+			run->t_kill = u4vt_now_ms();
+		}
+		n = u4v_poll_cq(a->cq, 16, wc);
+		for (i = 0; i < n; i++) {
+			if (wc[i].status == IBV_WC_SUCCESS) {
+				run->ok++;
+			} else if (run->status < 0) {
+				run->status = wc[i].status;
+				run->t_err = u4vt_now_ms();
+			}
+		}
+	}
+}
+
+static void test_peer_killed(void **state)
+{
+	const char *shm = u4vt_shm_name("kill");
+	int rfd, wfd;
+	struct u4vt_end a;
+	struct u4vt_qp_opts o;
+	struct u4v_qp *qp;
+	struct u4v_mr *mr;
+	struct u4l_counters after;
+	struct kill_run run = {0};
+	struct ibv_wc wc[16];
+	uint32_t remote = 0, qpn;
+	uint8_t *buf;
+	uint64_t bound_ms;
+	int n;
+
+	(void)state;
+	u4vt_cable_create(shm, NULL);
+	spawn_target(shm, &rfd, &wfd);
 	alarm(50);
 	u4vt_end_open(&a, shm, 0);
 	u4vt_qp_opts_default(&o);
@@ -107,7 +166,7 @@ static void test_peer_killed(void **state)
 	o.max_send_wr = 16;
 	qp = u4vt_qp_create(&a, IBV_QPT_RC, &o);
 	qpn = u4v_qp_num(qp);
-	if (read(c2p[0], &remote, 4) != 4 || write(p2c[1], &qpn, 4) != 4) {
+	if (read(rfd, &remote, 4) != 4 || write(wfd, &qpn, 4) != 4) {
 		kill_child();
 		fail_msg("qpn exchange with the child failed");
 	}
@@ -118,59 +177,23 @@ static void test_peer_killed(void **state)
 	/* (retry_cnt + 1) timeouts, plus scheduling slack on a loaded host */
 	bound_ms = (uint64_t)(o.retry_cnt + 1) * (4096ull << o.timeout) /
 			   1000000 + 1500;
-	deadline = u4vt_now_ms() + 20000;
-	while (u4vt_now_ms() < deadline && status < 0) {
-		struct ibv_wc wc[16];
-		int i, n;
-
-		/*
-		 * Keep posting after the kill too: the peer may have acknowledged
-		 * everything in flight just before it died, and those ACKs are
-		 * still delivered.
-		 */
-		while (posted - ok - flushed < 16) {
-			if (rel_post(qp, IBV_WR_SEND, posted, buf, 65536,
-				     u4v_mr_lkey(mr), 0, 0))
-				break;
-			posted++;
-		}
-		if (!t_kill && ok >= 200) {
-			rel_counters(shm, &before);
-			kill_child();
-			t_kill = u4vt_now_ms();
-		}
-		n = u4v_poll_cq(a.cq, 16, wc);
-		for (i = 0; i < n; i++) {
-			if (wc[i].status == IBV_WC_SUCCESS) {
-				ok++;
-			} else if (status < 0) {
-				status = wc[i].status;
-				t_err = u4vt_now_ms();
-			}
-		}
-	}
+	send_until_error(shm, &a, qp, buf, mr, &run);
 	kill_child();
-	assert_true(t_kill != 0);
+	assert_true(run.t_kill != 0);
 	fprintf(stderr, "[kill] %llu sends ok before the kill; status %d %llu ms "
-		"after it (bound %llu ms)\n", (unsigned long long)ok, status,
-		(unsigned long long)(t_err - t_kill),
+		"after it (bound %llu ms)\n", (unsigned long long)run.ok,
+		run.status, (unsigned long long)(run.t_err - run.t_kill),
 		(unsigned long long)bound_ms);
-	assert_int_equal(status, IBV_WC_RETRY_EXC_ERR);
-	assert_true(t_err - t_kill <= bound_ms);
+	assert_int_equal(run.status, IBV_WC_RETRY_EXC_ERR);
+	assert_true(run.t_err - run.t_kill <= bound_ms);
 	assert_int_equal(u4v_qp_state(qp), IBV_QPS_ERR);
 	/* the rest are flushed, nothing hangs */
-	{
-		struct ibv_wc wc[16];
-		int n;
-
-		while ((n = u4vt_poll(a.cq, wc, 16, 200)) > 0)
-			while (n--)
-				assert_int_equal(wc[n].status,
-						 IBV_WC_WR_FLUSH_ERR);
-	}
+	while ((n = u4vt_poll(a.cq, wc, 16, 200)) > 0)
+		while (n--)
+			assert_int_equal(wc[n].status, IBV_WC_WR_FLUSH_ERR);
 	rel_counters(shm, &after);
 	rel_print_counters("kill", &after);
-	assert_true(after.retransmits - before.retransmits >= o.retry_cnt);
+	assert_true(after.retransmits - run.before.retransmits >= o.retry_cnt);
 	assert_int_equal(u4v_destroy_qp(qp), 0);
 	assert_int_equal(u4v_dereg_mr(mr), 0);
 	u4vt_end_close(&a);
