@@ -25,50 +25,58 @@ static void *waker_fn(void *p)
 	return NULL;
 }
 
+/* How long d's wait() for at most timeout_ns with flags slept. */
+static uint64_t timed_wait(struct u4l_dev *d, uint64_t timeout_ns,
+			   uint32_t flags)
+{
+	uint64_t t0 = u4l_now_ns();
+
+	d->ops->wait(d, t0 + timeout_ns, flags);
+	return u4l_now_ns() - t0;
+}
+
+/* timed_wait while fn(arg) runs on a thread of its own (acting at 50 ms). */
+static uint64_t wait_while(struct u4l_dev *d, void *(*fn)(void *), void *arg,
+			   uint64_t timeout_ns, uint32_t flags)
+{
+	pthread_t th;
+	uint64_t el;
+
+	assert_int_equal(pthread_create(&th, NULL, fn, arg), 0);
+	el = timed_wait(d, timeout_ns, flags);
+	pthread_join(th, NULL);
+	return el;
+}
+
 static void test_wait(void **state)
 {
 	const char *n = make_cable("wait", NULL, NULL);
 	struct u4l_dev *a, *b;
 	struct u4l_chan *ca, *cb;
 	struct u4l_rx_frame f;
-	pthread_t th;
 
 	pair(n, &a, &b, &ca, &cb);
 	/* timeout */
-	uint64_t t0 = u4l_now_ns();
-	b->ops->wait(b, t0 + 100000000ull, 0);
-	uint64_t el = u4l_now_ns() - t0;
+	uint64_t el = timed_wait(b, 100000000ull, 0);
 	assert_true(el >= 95000000ull);
 	assert_true(el < 1000000000ull);
 	/* delivery ends the wait */
 	struct waker w = {.d = a, .c = ca};
-	assert_int_equal(pthread_create(&th, NULL, waker_fn, &w), 0);
-	t0 = u4l_now_ns();
-	b->ops->wait(b, t0 + 5000000000ull, 0);
-	el = u4l_now_ns() - t0;
-	pthread_join(th, NULL);
-	assert_true(el < 2000000000ull);
+	assert_true(wait_while(b, waker_fn, &w, 5000000000ull, 0) <
+		    2000000000ull);
 	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
 	/* a ready frame: no sleep at all */
-	t0 = u4l_now_ns();
-	b->ops->wait(b, t0 + 5000000000ull, 0);
-	assert_true(u4l_now_ns() - t0 < 1000000000ull);
+	assert_true(timed_wait(b, 5000000000ull, 0) < 1000000000ull);
 	b->ops->rx_release(cb);
 	/* kick from another thread */
 	struct waker k = {.d = b, .kick = true};
-	assert_int_equal(pthread_create(&th, NULL, waker_fn, &k), 0);
-	t0 = u4l_now_ns();
-	b->ops->wait(b, t0 + 5000000000ull, 0);
-	el = u4l_now_ns() - t0;
-	pthread_join(th, NULL);
-	assert_true(el < 2000000000ull);
+	assert_true(wait_while(b, waker_fn, &k, 5000000000ull, 0) <
+		    2000000000ull);
 	/* a new channel for us ends the wait */
 	struct u4l_dev *a2 = open_end(n, 0);
 	struct u4l_chan *x;
 	assert_int_equal(a2->ops->chan_get(a2, b->ops->ctx_id(b), &x), 0);
-	t0 = u4l_now_ns();
-	b->ops->wait(b, t0 + 5000000000ull, 0);
-	assert_true(u4l_now_ns() - t0 < 1000000000ull);
+	assert_true(timed_wait(b, 5000000000ull, 0) < 1000000000ull);
 	assert_non_null(b->ops->chan_accept(b));
 	a2->ops->close(a2);
 	a->ops->close(a);
@@ -83,10 +91,8 @@ struct sleeper {
 static void *sleeper_fn(void *p)
 {
 	struct sleeper *s = p;
-	uint64_t t0 = u4l_now_ns();
 
-	s->d->ops->wait(s->d, t0 + 5000000000ull, 0);
-	s->el = u4l_now_ns() - t0;
+	s->el = timed_wait(s->d, 5000000000ull, 0);
 	return NULL;
 }
 
@@ -101,17 +107,13 @@ static void test_rx_covered(void **state)
 	struct u4l_chan *ca, *cb;
 	struct u4l_rx_frame f;
 	pthread_t th;
-	uint64_t t0, el;
+	uint64_t t0;
 
 	pair(n, &a, &b, &ca, &cb);
 	b->ops->rx_covered(b, true);
 	struct waker data = {.d = a, .c = ca};
-	assert_int_equal(pthread_create(&th, NULL, waker_fn, &data), 0);
-	t0 = u4l_now_ns();
-	b->ops->wait(b, t0 + 400000000ull, 0);
-	el = u4l_now_ns() - t0;
-	pthread_join(th, NULL);
-	assert_true(el >= 390000000ull);
+	assert_true(wait_while(b, waker_fn, &data, 400000000ull, 0) >=
+		    390000000ull);
 	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
 	b->ops->rx_release(cb);
 	/* a sleeper not woken while covered is woken by the uncover */
@@ -128,12 +130,8 @@ static void test_rx_covered(void **state)
 	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
 	b->ops->rx_release(cb);
 	/* uncovered, a frame ends the sleep as before */
-	assert_int_equal(pthread_create(&th, NULL, waker_fn, &data), 0);
-	t0 = u4l_now_ns();
-	b->ops->wait(b, t0 + 5000000000ull, 0);
-	el = u4l_now_ns() - t0;
-	pthread_join(th, NULL);
-	assert_true(el < 2000000000ull);
+	assert_true(wait_while(b, waker_fn, &data, 5000000000ull, 0) <
+		    2000000000ull);
 	a->ops->close(a);
 	b->ops->close(b);
 }
@@ -166,8 +164,6 @@ static void test_wait_tx(void **state)
 	struct u4l_chan *ca, *cb;
 	struct u4l_rx_frame f;
 	uint32_t sent = 0;
-	pthread_t th;
-	uint64_t t0, el;
 
 	pair(n, &a, &b, &ca, &cb);
 	for (; sent < 16; sent++)
@@ -176,21 +172,14 @@ static void test_wait_tx(void **state)
 		assert_int_equal(b->ops->rx_peek(cb, &f), 1);
 		b->ops->rx_release(cb);
 	}
-	t0 = u4l_now_ns();
-	a->ops->wait(a, t0 + 100000000ull, 0);
-	el = u4l_now_ns() - t0;
-	assert_true(el >= 95000000ull);
+	assert_true(timed_wait(a, 100000000ull, 0) >= 95000000ull);
 	/* 16 in the RX ring, 16 waiting in TX: then no slot */
 	while (send1(a, ca, sent, U4L_PDF_DATA, true))
 		assert_true(++sent <= 64);
 	assert_null(a->ops->tx_slot(ca));
 	struct releaser r = {.d = b, .c = cb};
-	assert_int_equal(pthread_create(&th, NULL, release_fn, &r), 0);
-	t0 = u4l_now_ns();
-	a->ops->wait(a, t0 + 5000000000ull, 0);
-	el = u4l_now_ns() - t0;
-	pthread_join(th, NULL);
-	assert_true(el < 2000000000ull);
+	assert_true(wait_while(a, release_fn, &r, 5000000000ull, 0) <
+		    2000000000ull);
 	assert_non_null(a->ops->tx_slot(ca));
 	a->ops->close(a);
 	b->ops->close(b);
@@ -206,40 +195,25 @@ static void test_wait_data(void **state)
 	struct u4l_dev *a, *b;
 	struct u4l_chan *ca, *cb;
 	struct u4l_rx_frame f;
-	pthread_t th;
-	uint64_t t0, el;
 
 	pair(n, &a, &b, &ca, &cb);
 	struct waker ctrl = {.d = a, .c = ca, .pdf = U4L_PDF_CTRL};
-	assert_int_equal(pthread_create(&th, NULL, waker_fn, &ctrl), 0);
-	t0 = u4l_now_ns();
-	b->ops->wait(b, t0 + 400000000ull, U4L_WAIT_DATA);
-	el = u4l_now_ns() - t0;
-	pthread_join(th, NULL);
-	assert_true(el >= 390000000ull);
+	assert_true(wait_while(b, waker_fn, &ctrl, 400000000ull,
+			       U4L_WAIT_DATA) >= 390000000ull);
 	/* it is there, so the next sleep does not start */
-	t0 = u4l_now_ns();
-	b->ops->wait(b, t0 + 5000000000ull, U4L_WAIT_DATA);
-	assert_true(u4l_now_ns() - t0 < 1000000000ull);
+	assert_true(timed_wait(b, 5000000000ull, U4L_WAIT_DATA) <
+		    1000000000ull);
 	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
 	b->ops->rx_release(cb);
 	/* a CTRL frame ends a sleep without the flag */
-	assert_int_equal(pthread_create(&th, NULL, waker_fn, &ctrl), 0);
-	t0 = u4l_now_ns();
-	b->ops->wait(b, t0 + 5000000000ull, 0);
-	el = u4l_now_ns() - t0;
-	pthread_join(th, NULL);
-	assert_true(el < 2000000000ull);
+	assert_true(wait_while(b, waker_fn, &ctrl, 5000000000ull, 0) <
+		    2000000000ull);
 	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
 	b->ops->rx_release(cb);
 	/* a data frame ends a U4L_WAIT_DATA sleep */
 	struct waker data = {.d = a, .c = ca};
-	assert_int_equal(pthread_create(&th, NULL, waker_fn, &data), 0);
-	t0 = u4l_now_ns();
-	b->ops->wait(b, t0 + 5000000000ull, U4L_WAIT_DATA);
-	el = u4l_now_ns() - t0;
-	pthread_join(th, NULL);
-	assert_true(el < 2000000000ull);
+	assert_true(wait_while(b, waker_fn, &data, 5000000000ull,
+			       U4L_WAIT_DATA) < 2000000000ull);
 	a->ops->close(a);
 	b->ops->close(b);
 }
