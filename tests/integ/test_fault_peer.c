@@ -242,20 +242,27 @@ static void test_rnr_finite(void **state)
 	u4vt_pair_down(&p);
 }
 
+/* An RC pair whose requester retries RNR forever (rnr_retry 7), quickly. */
+static void rnr_forever_pair_up(struct u4vt_pair *p, const char *tag)
+{
+	struct u4vt_qp_opts o;
+
+	u4vt_qp_opts_default(&o);
+	o.rnr_retry = 7;
+	o.min_rnr_timer = 1;
+	u4vt_pair_up(p, tag, IBV_QPT_RC, NULL, &o, 0);
+}
+
 static void test_rnr_infinite(void **state)
 {
 	struct u4vt_pair p;
-	struct u4vt_qp_opts o;
 	struct u4l_counters c;
 	struct u4v_mr *ma, *mb;
 	struct ibv_wc wc;
 	static uint8_t src[10000], dst[10000];
 
 	(void)state;
-	u4vt_qp_opts_default(&o);
-	o.rnr_retry = 7;
-	o.min_rnr_timer = 1;
-	u4vt_pair_up(&p, "rnr7", IBV_QPT_RC, NULL, &o, 0);
+	rnr_forever_pair_up(&p, "rnr7");
 	ma = rel_reg(p.a.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
 	mb = rel_reg(p.b.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE);
 	u4vt_fill(src, sizeof(src), 9);
@@ -290,16 +297,12 @@ static void test_rnr_write_imm(void **state)
 	static const uint32_t sizes[] = { 0, 100, 10000 };
 	static uint8_t src[10000], dst[10000];
 	struct u4vt_pair p;
-	struct u4vt_qp_opts o;
 	struct u4v_mr *ma, *mb;
 	struct ibv_wc wc;
 	size_t i;
 
 	(void)state;
-	u4vt_qp_opts_default(&o);
-	o.rnr_retry = 7;
-	o.min_rnr_timer = 1;
-	u4vt_pair_up(&p, "rnrimm", IBV_QPT_RC, NULL, &o, 0);
+	rnr_forever_pair_up(&p, "rnrimm");
 	ma = rel_reg(p.a.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
 	mb = rel_reg(p.b.pd, dst, sizeof(dst),
 		     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
