@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +30,7 @@
 #include <usb4verbs/engine.h>
 #include <usb4verbs/sim.h>
 
+#include "die.h"
 #include "u4vt.h"
 
 #define MAXQ 64
@@ -53,23 +53,6 @@ struct exch {
 	uint32_t rkey;
 };
 
-/* CPU time (user + system) of this process, all its threads, in ns. */
-static uint64_t cpu_ns(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
-		       1000000000ull +
-	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
-}
-
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "engine_bw: %s: %s\n", what, strerror(err));
-	exit(1);
-}
-
 struct end {
 	struct u4v_ctx *ctx;
 	struct u4v_pd *pd;
@@ -88,12 +71,12 @@ static void open_end(struct end *e, uint32_t which, int nqp)
 
 	ret = -u4l_sim_open(opt.shm, which, &link);
 	if (ret)
-		die("sim_open", ret);
+		u4vt_die_err("sim_open", ret);
 	a.link = link;
 	a.async_event_fd = -1;
 	if ((ret = u4v_ctx_open(&a, &e->ctx)) ||
 	    (ret = u4v_alloc_pd(e->ctx, &e->pd)))
-		die("open", ret);
+		u4vt_die_err("open", ret);
 	e->buflen = opt.size * (size_t)nqp;
 	e->buf = mmap(NULL, e->buflen ? e->buflen : 8, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -102,12 +85,12 @@ static void open_end(struct end *e, uint32_t which, int nqp)
 				 IBV_ACCESS_REMOTE_READ,
 			 &e->mr);
 	if (ret)
-		die("reg_mr", ret);
+		u4vt_die_err("reg_mr", ret);
 	for (i = 0; i < nqp; i++) {
 		struct u4v_qp_init init = { 0 };
 
 		if ((ret = u4v_create_cq(e->ctx, 4096, &e->cq[i])))
-			die("create_cq", ret);
+			u4vt_die_err("create_cq", ret);
 		init.qp_type = IBV_QPT_RC;
 		init.send_cq = init.recv_cq = e->cq[i];
 		init.cap.max_send_wr = 1024;
@@ -116,7 +99,7 @@ static void open_end(struct end *e, uint32_t which, int nqp)
 		init.cap.max_recv_sge = 1;
 		init.cap.max_inline_data = 64;
 		if ((ret = u4v_create_qp(e->pd, &init, &e->qp[i])))
-			die("create_qp", ret);
+			u4vt_die_err("create_qp", ret);
 	}
 }
 
@@ -130,7 +113,7 @@ static void connect_qp(struct u4v_qp *qp, uint32_t remote)
 	c.min_rnr_timer = 12;
 	ret = u4vt_eng_connect(qp, IBV_QPT_RC, &c);
 	if (ret)
-		die("modify_qp", ret);
+		u4vt_die_err("modify_qp", ret);
 }
 
 /* Receives for SEND; re-posted as they complete. */
@@ -227,7 +210,7 @@ static int target(int rfd, int wfd)
 	mine.rkey = u4v_mr_rkey(e.mr);
 	if (write(wfd, &mine, sizeof(mine)) != sizeof(mine) ||
 	    read(rfd, &theirs, sizeof(theirs)) != sizeof(theirs))
-		die("exchange", EPIPE);
+		u4vt_die_err("exchange", EPIPE);
 	for (i = 0; i < nq; i++)
 		connect_qp(e.qp[i], theirs.qpn[i]);
 	if (opt.op == OP_SEND || opt.lat) {
@@ -240,7 +223,7 @@ static int target(int rfd, int wfd)
 		for (i = 0; i < nq; i++)
 			post_recvs(&e, i, 1000);
 		if (write(wfd, "r", 1) != 1)
-			die("ready", EPIPE);
+			u4vt_die_err("ready", EPIPE);
 		while (u4vt_now_ns() < stop) {
 			for (i = 0; i < nq; i++) {
 				int n = u4v_poll_cq(e.cq[i], 32, wc), k;
@@ -278,16 +261,16 @@ static int target(int rfd, int wfd)
 			}
 		}
 	} else {
-		uint64_t cpu0 = cpu_ns(), cpu;
+		uint64_t cpu0 = u4vt_cpu_ns(), cpu;
 
 		if (write(wfd, "r", 1) != 1)
-			die("ready", EPIPE);
+			u4vt_die_err("ready", EPIPE);
 		/* passive: the progress thread serves WRITE and READ */
 		if (read(rfd, &c, 1) < 0)
-			die("wait", errno);
-		cpu = cpu_ns() - cpu0;
+			u4vt_die_err("wait", errno);
+		cpu = u4vt_cpu_ns() - cpu0;
 		if (opt.idle && write(wfd, &cpu, sizeof(cpu)) != sizeof(cpu))
-			die("report", EPIPE);
+			u4vt_die_err("report", EPIPE);
 	}
 	return 0;
 }
@@ -295,18 +278,19 @@ static int target(int rfd, int wfd)
 /* Both contexts idle for opt.seconds: the CPU their threads take. */
 static void idle(int rfd, int wfd)
 {
-	uint64_t t0 = u4vt_now_ns(), cpu0 = cpu_ns(), mine, theirs = 0, secs;
+	uint64_t t0 = u4vt_now_ns(), cpu0 = u4vt_cpu_ns(), mine, theirs = 0,
+		 secs;
 	struct timespec ts = { (time_t)opt.seconds,
 			       (long)((opt.seconds - (double)(time_t)opt.seconds) *
 				      1e9) };
 
 	while (nanosleep(&ts, &ts))
 		;
-	mine = cpu_ns() - cpu0;
+	mine = u4vt_cpu_ns() - cpu0;
 	secs = u4vt_now_ns() - t0;
 	if (write(wfd, "x", 1) != 1 ||
 	    read(rfd, &theirs, sizeof(theirs)) != sizeof(theirs))
-		die("idle report", EPIPE);
+		u4vt_die_err("idle report", EPIPE);
 	printf("engine_idle: seconds=%.3f initiator_cpu_s=%.4f "
 	       "target_cpu_s=%.4f cpu_pct_per_context=%.3f\n",
 	       (double)secs / 1e9, (double)mine / 1e9, (double)theirs / 1e9,
@@ -332,7 +316,7 @@ static void latency(struct end *e)
 		if (i == 0)
 			t0 = u4vt_now_ns();
 		if (u4v_post_send(e->qp[0], &wr, &bad))
-			die("post", EIO);
+			u4vt_die_err("post", EIO);
 		while (!got) {
 			int k, m = u4v_poll_cq(e->cq[0], 4, wc);
 
@@ -365,11 +349,11 @@ static int initiator(int rfd, int wfd)
 		mine.qpn[i] = u4v_qp_num(e.qp[i]);
 	if (read(rfd, &theirs, sizeof(theirs)) != sizeof(theirs) ||
 	    write(wfd, &mine, sizeof(mine)) != sizeof(mine))
-		die("exchange", EPIPE);
+		u4vt_die_err("exchange", EPIPE);
 	for (i = 0; i < nq; i++)
 		connect_qp(e.qp[i], theirs.qpn[i]);
 	if (read(rfd, &c, 1) != 1)
-		die("ready", EPIPE);
+		u4vt_die_err("ready", EPIPE);
 	if (opt.lat) {
 		latency(&e);
 		return 0;
@@ -447,10 +431,10 @@ int main(int argc, char **argv)
 	cfg.faults[0].drop = cfg.faults[1].drop = opt.drop;
 	cfg.faults[0].stranded = cfg.faults[1].stranded = opt.stranded;
 	if ((ret = -u4l_sim_create(opt.shm, &cfg)))
-		die("sim_create", ret);
+		u4vt_die_err("sim_create", ret);
 	ret = u4vt_fork_pair(target, initiator);
 	if (ret < 0)
-		die("fork", errno);
+		u4vt_die_err("fork", errno);
 	if (getenv("ENGINE_BW_COUNTERS")) {
 		struct u4l_counters c[2];
 

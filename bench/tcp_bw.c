@@ -20,28 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "die.h"
 #include "u4vt.h"
-
-static double cpu_self(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "tcp_bw: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
 
 struct tcp_opts {
 	size_t size;	 /* bytes per write */
@@ -84,7 +69,7 @@ static int listen_loopback(int port, struct sockaddr_in *sa)
 
 	lfd = socket(AF_INET, SOCK_STREAM, 0);
 	if (lfd < 0)
-		die("socket");
+		u4vt_die_err("socket", errno);
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	memset(sa, 0, sizeof(*sa));
 	sa->sin_family = AF_INET;
@@ -92,7 +77,7 @@ static int listen_loopback(int port, struct sockaddr_in *sa)
 	sa->sin_port = htons((uint16_t)port);
 	if (bind(lfd, (struct sockaddr *)sa, sizeof(*sa)) || listen(lfd, 1) ||
 	    getsockname(lfd, (struct sockaddr *)sa, &sl))
-		die("bind/listen");
+		u4vt_die_err("bind/listen", errno);
 	return lfd;
 }
 
@@ -107,12 +92,12 @@ static __attribute__((noreturn)) void receiver(int lfd, char *buf,
 
 	fd = accept(lfd, NULL, NULL);
 	if (fd < 0)
-		die("accept");
+		u4vt_die_err("accept", errno);
 	while ((n = read(fd, buf, size)) > 0)
 		got += (uint64_t)n;
 	if (n < 0)
-		die("read");
-	rcpu = cpu_self();
+		u4vt_die_err("read", errno);
+	rcpu = (double)u4vt_cpu_ns() / 1e9;
 	if (write(wfd, &got, sizeof(got)) != sizeof(got) ||
 	    write(wfd, &rcpu, sizeof(rcpu)) != sizeof(rcpu))
 		_exit(1);
@@ -138,7 +123,7 @@ static uint64_t send_all(int fd, const char *buf, const struct tcp_opts *o,
 			if (n < 0) {
 				if (errno == EINTR)
 					continue;
-				die("write");
+				u4vt_die_err("write", errno);
 			}
 			off += (size_t)n;
 		}
@@ -161,15 +146,15 @@ int main(int argc, char **argv)
 		return 2;
 	buf = malloc(o.size);
 	if (!buf)
-		die("malloc");
+		u4vt_die_err("malloc", errno);
 	memset(buf, 0x5a, o.size);
 	lfd = listen_loopback(o.port, &sa);
 	if (pipe(p2c))
-		die("pipe");
+		u4vt_die_err("pipe", errno);
 	fflush(stdout);
 	pid = fork();
 	if (pid < 0)
-		die("fork");
+		u4vt_die_err("fork", errno);
 	if (pid == 0) {
 		close(p2c[0]);
 		receiver(lfd, buf, o.size, p2c[1]);
@@ -178,11 +163,11 @@ int main(int argc, char **argv)
 	close(lfd);
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (fd < 0)
-		die("socket");
+		u4vt_die_err("socket", errno);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-		die("connect");
-	scpu = cpu_self();
+		u4vt_die_err("connect", errno);
+	scpu = (double)u4vt_cpu_ns() / 1e9;
 	t0 = u4vt_now_ns();
 	moved = send_all(fd, buf, &o, t0);
 	shutdown(fd, SHUT_WR);
@@ -195,7 +180,7 @@ int main(int argc, char **argv)
 			(unsigned long long)moved, (unsigned long long)got);
 		return 1;
 	}
-	scpu = cpu_self() - scpu;
+	scpu = (double)u4vt_cpu_ns() / 1e9 - scpu;
 	close(fd);
 	waitpid(pid, &status, 0);
 	printf("tcp_bw: size=%zu bytes=%llu secs=%.3f goodput_gbps=%.3f "

@@ -24,6 +24,7 @@
 #include <getopt.h>
 #include <infiniband/verbs.h>
 
+#include "die.h"
 #include "u4vt.h"
 #include <pthread.h>
 #include <signal.h>
@@ -34,7 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,21 +67,6 @@ struct side {
 	union ibv_gid gid;
 };
 
-static void die(const char *what)
-{
-	fprintf(stderr, "threads_bw: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static double cpu_self(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
 static void open_side(struct side *s, const char *name)
 {
 	struct ibv_device **list;
@@ -89,7 +74,7 @@ static void open_side(struct side *s, const char *name)
 
 	list = ibv_get_device_list(&n);
 	if (!list)
-		die("ibv_get_device_list");
+		u4vt_die_err("ibv_get_device_list", errno);
 	for (i = 0; i < n; i++)
 		if (!strcmp(ibv_get_device_name(list[i]), name))
 			break;
@@ -100,30 +85,30 @@ static void open_side(struct side *s, const char *name)
 	s->ctx = ibv_open_device(list[i]);
 	ibv_free_device_list(list);
 	if (!s->ctx)
-		die("ibv_open_device");
+		u4vt_die_err("ibv_open_device", errno);
 	if (ibv_query_gid(s->ctx, 1, 0, &s->gid))
 		memset(&s->gid, 0, sizeof(s->gid));
 	s->pd = ibv_alloc_pd(s->ctx);
 	if (!s->pd)
-		die("ibv_alloc_pd");
+		u4vt_die_err("ibv_alloc_pd", errno);
 	s->buflen = opt.size * (size_t)opt.threads;
 	s->buf = mmap(NULL, s->buflen, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (s->buf == MAP_FAILED)
-		die("mmap");
+		u4vt_die_err("mmap", errno);
 	memset(s->buf, 0x5a, s->buflen);
 	s->mr = ibv_reg_mr(s->pd, s->buf, s->buflen,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				   IBV_ACCESS_REMOTE_READ);
 	if (!s->mr)
-		die("ibv_reg_mr");
+		u4vt_die_err("ibv_reg_mr", errno);
 	for (i = 0; i < opt.threads; i++) {
 		struct ibv_qp_init_attr ia = { 0 };
 
 		s->cq[i] = ibv_create_cq(s->ctx, 2 * opt.window + 64, NULL,
 					 NULL, 0);
 		if (!s->cq[i])
-			die("ibv_create_cq");
+			u4vt_die_err("ibv_create_cq", errno);
 		ia.send_cq = ia.recv_cq = s->cq[i];
 		ia.qp_type = IBV_QPT_RC;
 		ia.cap.max_send_wr = (uint32_t)opt.window;
@@ -131,7 +116,7 @@ static void open_side(struct side *s, const char *name)
 		ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
 		s->qp[i] = ibv_create_qp(s->pd, &ia);
 		if (!s->qp[i])
-			die("ibv_create_qp");
+			u4vt_die_err("ibv_create_qp", errno);
 	}
 }
 
@@ -150,7 +135,7 @@ static void connect_qp(struct ibv_qp *qp, uint32_t rqpn,
 	c.dgid = *rgid;
 	errno = u4vt_ibv_connect(qp, &c);
 	if (errno)
-		die("ibv_modify_qp");
+		u4vt_die_err("ibv_modify_qp", errno);
 }
 
 static void post_recv(struct side *s, int q)
@@ -162,7 +147,7 @@ static void post_recv(struct side *s, int q)
 			   *bad;
 
 	if (ibv_post_recv(s->qp[q], &wr, &bad))
-		die("ibv_post_recv");
+		u4vt_die_err("ibv_post_recv", errno);
 }
 
 static volatile sig_atomic_t target_stop;
@@ -236,7 +221,7 @@ static int target(int rfd, int wfd)
 		return 1;
 	}
 	{
-		double cpu = cpu_self();
+		double cpu = (double)u4vt_cpu_ns() / 1e9;
 
 		if (write(wfd, &cpu, sizeof(cpu)) != sizeof(cpu))
 			return 1;
@@ -326,13 +311,13 @@ static int initiator(int rfd, int wfd)
 	mine.ok = 1;
 	if (read(rfd, &theirs, sizeof(theirs)) != sizeof(theirs) ||
 	    write(wfd, &mine, sizeof(mine)) != sizeof(mine))
-		die("exchange");
+		u4vt_die_err("exchange", errno);
 	for (i = 0; i < opt.threads; i++)
 		connect_qp(s.qp[i], theirs.qpn[i], &theirs.gid);
 	if (read(rfd, &c, 1) != 1)
-		die("target not ready");
+		u4vt_die_err("target not ready", errno);
 
-	cpu0 = cpu_self();
+	cpu0 = (double)u4vt_cpu_ns() / 1e9;
 	pthread_barrier_init(&bar, NULL, (unsigned)opt.threads);
 	for (i = 0; i < opt.threads; i++) {
 		w[i] = (struct worker){ .s = &s, .remote = &theirs, .q = i,
@@ -355,7 +340,7 @@ static int initiator(int rfd, int wfd)
 		if (g > mx)
 			mx = g;
 	}
-	icpu = cpu_self() - cpu0;
+	icpu = (double)u4vt_cpu_ns() / 1e9 - cpu0;
 	if (write(wfd, "s", 1) != 1 ||
 	    read(rfd, &tcpu, sizeof(tcpu)) != sizeof(tcpu))
 		tcpu = -1;
@@ -399,6 +384,6 @@ int main(int argc, char **argv)
 	}
 	ret = u4vt_fork_pair(target, initiator);
 	if (ret < 0)
-		die("fork");
+		u4vt_die_err("fork", errno);
 	return ret;
 }

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "die.h"
 
@@ -21,5 +22,12 @@ void u4vt_die(const char *fmt, ...)
 	va_start(ap, fmt);
 	u4vt_vfail_msg("", fmt, ap);
 	va_end(ap);
+	exit(1);
+}
+
+void u4vt_die_err(const char *what, int err)
+{
+	fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what,
+		strerror(err));
 	exit(1);
 }

@@ -15,6 +15,8 @@
 
 uint64_t u4vt_now_ns(void); /* CLOCK_MONOTONIC */
 uint64_t u4vt_now_ms(void);
+/* CPU time (user + system) of this process, all its threads, in ns. */
+uint64_t u4vt_cpu_ns(void);
 
 /* Anonymous private mapping, not touched (len 0 maps one page); NULL if
  * the kernel refuses it. */
