@@ -129,6 +129,35 @@ static void post_recvs(struct end *e, int q, int n)
 			break;
 }
 
+/*
+ * This side's end (1: the target) with nq QPs, each connected to the
+ * peer's QP of the same index. QP numbers, buffer address and rkey cross
+ * the pipes, the target's first; *theirs: the peer's.
+ */
+static void open_connected(struct end *e, uint32_t which, int nq, int rfd,
+			   int wfd, struct exch *theirs)
+{
+	struct exch mine = { 0 };
+	bool ok;
+	int i;
+
+	open_end(e, which, nq);
+	for (i = 0; i < nq; i++)
+		mine.qpn[i] = u4v_qp_num(e->qp[i]);
+	mine.addr = (uintptr_t)e->buf;
+	mine.rkey = u4v_mr_rkey(e->mr);
+	if (which == 1)
+		ok = write(wfd, &mine, sizeof(mine)) == sizeof(mine) &&
+		     read(rfd, theirs, sizeof(*theirs)) == sizeof(*theirs);
+	else
+		ok = read(rfd, theirs, sizeof(*theirs)) == sizeof(*theirs) &&
+		     write(wfd, &mine, sizeof(mine)) == sizeof(mine);
+	if (!ok)
+		u4vt_die_err("exchange", EPIPE);
+	for (i = 0; i < nq; i++)
+		connect_qp(e->qp[i], theirs->qpn[i]);
+}
+
 struct worker {
 	struct end *e;
 	struct exch *remote;
@@ -199,20 +228,11 @@ static void *drive(void *arg)
 static int target(int rfd, int wfd)
 {
 	struct end e;
-	struct exch mine = { 0 }, theirs;
+	struct exch theirs;
 	int nq = opt.qps * opt.threads, i;
 	char c = 0;
 
-	open_end(&e, 1, nq);
-	for (i = 0; i < nq; i++)
-		mine.qpn[i] = u4v_qp_num(e.qp[i]);
-	mine.addr = (uintptr_t)e.buf;
-	mine.rkey = u4v_mr_rkey(e.mr);
-	if (write(wfd, &mine, sizeof(mine)) != sizeof(mine) ||
-	    read(rfd, &theirs, sizeof(theirs)) != sizeof(theirs))
-		u4vt_die_err("exchange", EPIPE);
-	for (i = 0; i < nq; i++)
-		connect_qp(e.qp[i], theirs.qpn[i]);
+	open_connected(&e, 1, nq, rfd, wfd, &theirs);
 	if (opt.op == OP_SEND || opt.lat) {
 		/* SEND needs receives and a poller; latency echoes */
 		struct ibv_wc wc[32];
@@ -336,7 +356,7 @@ static void latency(struct end *e)
 static int initiator(int rfd, int wfd)
 {
 	struct end e;
-	struct exch mine = { 0 }, theirs;
+	struct exch theirs;
 	struct worker w[16];
 	pthread_t th[16];
 	int nq = opt.qps * opt.threads, i;
@@ -344,14 +364,7 @@ static int initiator(int rfd, int wfd)
 	double secs, gbps, cap;
 	char c;
 
-	open_end(&e, 0, nq);
-	for (i = 0; i < nq; i++)
-		mine.qpn[i] = u4v_qp_num(e.qp[i]);
-	if (read(rfd, &theirs, sizeof(theirs)) != sizeof(theirs) ||
-	    write(wfd, &mine, sizeof(mine)) != sizeof(mine))
-		u4vt_die_err("exchange", EPIPE);
-	for (i = 0; i < nq; i++)
-		connect_qp(e.qp[i], theirs.qpn[i]);
+	open_connected(&e, 0, nq, rfd, wfd, &theirs);
 	if (read(rfd, &c, 1) != 1)
 		u4vt_die_err("ready", EPIPE);
 	if (opt.lat) {
