@@ -95,6 +95,11 @@ def med(pts, suite, point, metric):
     return median_of(find(pts, suite, point, metric))
 
 
+def gbps_points(pts, suite):
+    """The goodput points of one suite."""
+    return [p for p in pts if p["suite"] == suite and p["metric"] == "gbps"]
+
+
 def ratio(num, den):
     """num / den of two figures; None when either is missing or zero."""
     return num / den if num and den else None
@@ -394,10 +399,9 @@ def summary(pts, rows, a, plots):
              f"CPU of its progress thread | {spread(ic, 3)} % of a core | "
              f"measured | - |")
     bp, bname = baseline(pts, "qp_scale", "1proc/1")
-    base = bp["median"] if bp else None
-    for p in pts:
-        if p["suite"] == "qp_scale" and p["metric"] == "gbps" \
-                and p["point"] != "1proc/1":
+    base = median_of(bp)
+    for p in gbps_points(pts, "qp_scale"):
+        if p["point"] != "1proc/1":
             r = ratio(p["median"], base)
             how = ("one process" if p["point"].startswith("1proc")
                    else "2 processes per side")
@@ -405,9 +409,8 @@ def summary(pts, rows, a, plots):
                      f"| {fmt(r, 3)}x ({spread(p)} Gb/s vs "
                      f"{fmt(base)} of {bname}) | >= 0.97x | "
                      f"{verdict(r, 0.97, False)} |")
-    for p in pts:
-        if p["suite"] == "threads" and p["metric"] == "gbps" \
-                and p["threads"] != "1":
+    for p in gbps_points(pts, "threads"):
+        if p["threads"] != "1":
             b = med(pts, "threads", f"write/{p['size']}/1", "gbps")
             r = ratio(p["median"], b)
             L.append(f"| threads_bw {p['threads']} threads vs 1, "
@@ -415,19 +418,17 @@ def summary(pts, rows, a, plots):
                      f"({spread(p)} Gb/s vs {fmt(b)}) | >= 0.97x | "
                      f"{verdict(r, 0.97, False)} |")
     cp, cname = baseline(pts, "faults", "clean")
-    clean = cp["median"] if cp else None
-    for p in pts:
-        if p["suite"] == "faults" and p["metric"] == "gbps" \
-                and p["point"] != "clean":
+    clean = median_of(cp)
+    for p in gbps_points(pts, "faults"):
+        if p["point"] != "clean":
             r = ratio(p["median"], clean)
             L.append(f"| {p['point']} vs clean cable | {pct(r)} "
                      f"({spread(p)} Gb/s vs {fmt(clean)} of {cname}; "
                      f"retransmits "
                      f"{fmt(p['retransmits_median'], 0)}) | >= 90% | "
                      f"{verdict(r, 0.90)} |")
-    for p in pts:
-        if p["suite"] == "read_faults" and p["metric"] == "gbps" \
-                and not p["point"].endswith("/clean"):
+    for p in gbps_points(pts, "read_faults"):
+        if not p["point"].endswith("/clean"):
             size = p["point"].split("/")[1]
             c = med(pts, "read_faults", f"read/{size}/clean", "gbps")
             r = ratio(p["median"], c)
@@ -440,11 +441,10 @@ def summary(pts, rows, a, plots):
         q = find(pts, "cpu_cmp", n, "proc_cpu_s_per_gib")
         g = find(pts, "cpu_cmp", n, "gbps")
         L.append(f"| CPU-s/GiB, {lab} | machine {spread(m, 3)}; processes "
-                 f"{spread(q, 3)}; at {fmt(g['median'] if g else None)} "
+                 f"{spread(q, 3)}; at {fmt(median_of(g))} "
                  f"Gb/s | - | - |")
-    for p in pts:
-        if p["suite"] == "cpu_cmp" and p["metric"] == "gbps" \
-                and p["tool"] != "tcp_bw":
+    for p in gbps_points(pts, "cpu_cmp"):
+        if p["tool"] != "tcp_bw":
             m = find(pts, "cpu_cmp", p["point"], "machine_cpu_s_per_gib")
             q = find(pts, "cpu_cmp", p["point"], "proc_cpu_s_per_gib")
             rr = "unthrottled" if p["rate_gbps"] in ("0", "0.0") \
