@@ -2,36 +2,11 @@
 /* What the tests and the benchmarks share; see u4vt.h. */
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <stdio.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "u4vt.h"
-
-uint64_t u4vt_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t u4vt_now_ms(void)
-{
-	return u4vt_now_ns() / 1000000u;
-}
-
-uint64_t u4vt_cpu_ns(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
-		       1000000000ull +
-	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
-}
 
 void *u4vt_map_anon(size_t len)
 {

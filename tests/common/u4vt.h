@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the tests and the benchmarks share (tests/common/u4vt.c): clocks,
+ * What the tests and the benchmarks share (tests/common/u4vt.c): clocks
+ * (clock.h),
  * mappings, the software cable the tests use, and the one sequence that
  * connects a QP. Nothing here asserts: testlib.h wraps it for the cmocka
  * tests; the benchmarks and the soak command report errors their own way.
@@ -13,10 +14,8 @@
 #include <infiniband/verbs.h>
 #include <usb4verbs/sim.h>
 
-uint64_t u4vt_now_ns(void); /* CLOCK_MONOTONIC */
-uint64_t u4vt_now_ms(void);
-/* CPU time (user + system) of this process, all its threads, in ns. */
-uint64_t u4vt_cpu_ns(void);
+#include "clock.h"
+
 
 /* Anonymous private mapping, not touched (len 0 maps one page); NULL if
  * the kernel refuses it. */

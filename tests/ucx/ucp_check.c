@@ -34,6 +34,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include "clock.h"
 #include "die.h"
 #include "pattern.h"
 
@@ -72,14 +73,6 @@ static void passed(struct peer *p, const char *what, size_t len)
 	fflush(stdout);
 	p->checks++;
 	p->bytes += len;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* ---- control connection ---- */
@@ -190,7 +183,7 @@ static int ctl_connect(const char *host, const char *port)
 /* Progress until req completes; NULL means it already did. */
 static void wait_req(struct peer *p, ucs_status_ptr_t req, const char *what)
 {
-	uint64_t end = now_ms() + OP_TIMEOUT_MS;
+	uint64_t end = u4vt_now_ms() + OP_TIMEOUT_MS;
 	ucs_status_t st;
 
 	if (!req)
@@ -200,7 +193,7 @@ static void wait_req(struct peer *p, ucs_status_ptr_t req, const char *what)
 			 ucs_status_string(UCS_PTR_STATUS(req)));
 	while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS) {
 		ucp_worker_progress(p->worker);
-		if (now_ms() > end)
+		if (u4vt_now_ms() > end)
 			u4vt_die("%s: no completion within %d ms", what,
 				 OP_TIMEOUT_MS);
 	}
@@ -347,7 +340,7 @@ static void tag_send(struct peer *p, size_t len, uint64_t seed, ucp_tag_t tag)
 static void tag_recv(struct peer *p, size_t len, uint64_t seed, ucp_tag_t tag)
 {
 	ucp_request_param_t prm = {.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO};
-	uint64_t end = now_ms() + OP_TIMEOUT_MS;
+	uint64_t end = u4vt_now_ms() + OP_TIMEOUT_MS;
 	ucp_tag_recv_info_t info = {0};
 	ucs_status_ptr_t req;
 	ucs_status_t st = UCS_OK;
@@ -363,7 +356,7 @@ static void tag_recv(struct peer *p, size_t len, uint64_t seed, ucp_tag_t tag)
 		while ((st = ucp_tag_recv_request_test(req, &info)) ==
 		       UCS_INPROGRESS) {
 			ucp_worker_progress(p->worker);
-			if (now_ms() > end)
+			if (u4vt_now_ms() > end)
 				u4vt_die("tag receive of %zu B: no completion",
 					 len);
 		}
@@ -516,7 +509,7 @@ static void check_stream(struct peer *p)
 		ctl_sync(p);
 		return;
 	}
-	uint64_t end = now_ms() + OP_TIMEOUT_MS;
+	uint64_t end = u4vt_now_ms() + OP_TIMEOUT_MS;
 	size_t got = 0;
 	ucs_status_ptr_t req;
 	ucs_status_t st = UCS_OK;
@@ -532,7 +525,7 @@ static void check_stream(struct peer *p)
 		while ((st = ucp_stream_recv_request_test(req, &got)) ==
 		       UCS_INPROGRESS) {
 			ucp_worker_progress(p->worker);
-			if (now_ms() > end)
+			if (u4vt_now_ms() > end)
 				u4vt_die("stream receive: no completion");
 		}
 		ucp_request_free(req);
@@ -570,11 +563,11 @@ static ucs_status_t am_cb(void *arg, const void *header, size_t header_length,
 
 static void am_receive(struct peer *p, size_t i)
 {
-	uint64_t end = now_ms() + OP_TIMEOUT_MS;
+	uint64_t end = u4vt_now_ms() + OP_TIMEOUT_MS;
 
 	while (!p->am.arrived) {
 		ucp_worker_progress(p->worker);
-		if (now_ms() > end)
+		if (u4vt_now_ms() > end)
 			u4vt_die("active message %zu did not arrive", i);
 	}
 	p->am.arrived = false;

@@ -242,18 +242,10 @@ int close_ctx(void **state)
 
 /* ---- helpers ---- */
 
-uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Poll until one completion arrives (5 s bound). */
 void poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 {
-	uint64_t end = now_ms() + 5000;
+	uint64_t end = u4vt_now_ms() + 5000;
 	int n;
 
 	do {
@@ -261,25 +253,8 @@ void poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 		assert_true(n >= 0);
 		if (n == 1)
 			return;
-	} while (now_ms() < end);
+	} while (u4vt_now_ms() < end);
 	fail_msg("no completion within 5 s");
-}
-
-uint32_t checksum(const uint8_t *p, size_t n)
-{
-	uint32_t a = 1, b = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		a = (a + p[i]) % 65521;
-		b = (b + a) % 65521;
-	}
-	return b << 16 | a;
-}
-
-void fill(uint8_t *p, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)(i * 31 + seed);
 }
 
 void to_init(struct ibv_qp *qp, int access)

@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"   /* u4vt_now_ms */
+#include "pattern.h" /* u4vt_fill, u4vt_sum: payloads and their checks */
+
 #define IBDEV_NAME "usb4vtest0"
 #define NODE_GUID_HOST 0x0002c90300abcdefull
 #define BUF_SZ (64 * 1024)
@@ -24,10 +27,7 @@ int group_setup(void **state);
 int group_teardown(void **state);
 int open_ctx(void **state);
 int close_ctx(void **state);
-uint64_t now_ms(void);
 void poll_one(struct ibv_cq *cq, struct ibv_wc *wc);
-uint32_t checksum(const uint8_t *p, size_t n);
-void fill(uint8_t *p, size_t n, unsigned seed);
 void to_init(struct ibv_qp *qp, int access);
 void to_rts(struct ibv_qp *qp, uint32_t dest_qpn);
 /* Run again with the usb4v-sim shim preloaded, when it was built. */

@@ -418,12 +418,13 @@ static void loopback_send_recv(struct loopback *l)
 	uint64_t end;
 	int rc;
 
-	fill(l->sbuf, BUF_SZ, 7);
+	u4vt_fill(l->sbuf, BUF_SZ, 7);
 	memset(l->rbuf, 0, BUF_SZ);
 	loopback_recv(l, 21, l->rbuf, BUF_SZ);
 	loopback_send(l, IBV_WR_SEND, 11);
-	end = now_ms() + 5000;
-	while ((rc = ibv_start_poll(l->cq_b, &pa)) == ENOENT && now_ms() < end)
+	end = u4vt_now_ms() + 5000;
+	while ((rc = ibv_start_poll(l->cq_b, &pa)) == ENOENT &&
+	       u4vt_now_ms() < end)
 		;
 	assert_int_equal(rc, 0);
 	assert_int_equal(l->cq_b->status, IBV_WC_SUCCESS);
@@ -433,7 +434,7 @@ static void loopback_send_recv(struct loopback *l)
 	assert_int_equal(ibv_wc_read_qp_num(l->cq_b), l->b->qp_num);
 	assert_int_equal(ibv_next_poll(l->cq_b), ENOENT);
 	ibv_end_poll(l->cq_b);
-	assert_int_equal(checksum(l->rbuf, BUF_SZ), checksum(l->sbuf, BUF_SZ));
+	assert_int_equal(u4vt_sum(l->rbuf, BUF_SZ), u4vt_sum(l->sbuf, BUF_SZ));
 }
 
 /* RDMA WRITE a -> b's buffer, then a READ of it (changed) back. */
@@ -441,16 +442,16 @@ static void loopback_write_read(struct loopback *l)
 {
 	struct ibv_wc wc;
 
-	fill(l->sbuf, BUF_SZ, 99);
+	u4vt_fill(l->sbuf, BUF_SZ, 99);
 	wc = loopback_send(l, IBV_WR_RDMA_WRITE, 12);
 	assert_int_equal(wc.opcode, IBV_WC_RDMA_WRITE);
-	assert_int_equal(checksum(l->rbuf, BUF_SZ), checksum(l->sbuf, BUF_SZ));
-	fill(l->rbuf, BUF_SZ, 3);
+	assert_int_equal(u4vt_sum(l->rbuf, BUF_SZ), u4vt_sum(l->sbuf, BUF_SZ));
+	u4vt_fill(l->rbuf, BUF_SZ, 3);
 	memset(l->sbuf, 0, BUF_SZ);
 	wc = loopback_send(l, IBV_WR_RDMA_READ, 13);
 	assert_int_equal(wc.opcode, IBV_WC_RDMA_READ);
 	assert_int_equal(wc.byte_len, BUF_SZ);
-	assert_int_equal(checksum(l->rbuf, BUF_SZ), checksum(l->sbuf, BUF_SZ));
+	assert_int_equal(u4vt_sum(l->rbuf, BUF_SZ), u4vt_sum(l->sbuf, BUF_SZ));
 }
 
 /*
@@ -467,7 +468,7 @@ static void loopback_wr_api(struct loopback *l)
 	memset(l->rbuf, 0, BUF_SZ);
 	loopback_recv(l, 22, l->rbuf, 4096);
 	loopback_recv(l, 23, l->rbuf + 4096, 4096);
-	fill(l->sbuf, 4096, 42);
+	u4vt_fill(l->sbuf, 4096, 42);
 	ibv_wr_start(ax);
 	ax->wr_id = 14;
 	ax->wr_flags = IBV_SEND_SIGNALED;
@@ -491,8 +492,8 @@ static void loopback_wr_api(struct loopback *l)
 	assert_string_equal((char *)l->rbuf, msg);
 	poll_one(ibv_cq_ex_to_cq(l->cq_b), &wc);
 	assert_int_equal(wc.wr_id, 23);
-	assert_int_equal(checksum(l->rbuf + 4096, 4096),
-			 checksum(l->sbuf, 4096));
+	assert_int_equal(u4vt_sum(l->rbuf + 4096, 4096),
+			 u4vt_sum(l->sbuf, 4096));
 
 	ibv_wr_start(ax);
 	ibv_wr_set_sge(ax, l->smr->lkey, (uintptr_t)l->sbuf, 16);
@@ -641,8 +642,8 @@ static void test_ud_srq(void **state)
 		if (wc.wr_id == 31) {
 			assert_int_equal(wc.byte_len, 256 + 40);
 			assert_int_equal(wc.src_qp, a->qp_num);
-			assert_int_equal(checksum(buf + 4096 + 40, 256),
-					 checksum(buf, 256));
+			assert_int_equal(u4vt_sum(buf + 4096 + 40, 256),
+					 u4vt_sum(buf, 256));
 		} else {
 			assert_int_equal(wc.wr_id, 32);
 		}
