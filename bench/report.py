@@ -202,12 +202,8 @@ def series_each(pts, suite, metric, xkey, groups):
     return blocks, titles
 
 
-def plot_all(pts, pl):
-    cap = pl.cap
-    ymax_bw = max([cap * 1.15] + [p["max"] * 1.1 for p in pts
-                                  if p["unit"] == "Gbps" and p["max"]
-                                  and p["suite"] != "cpu_cmp"])
-    # bandwidth vs size
+def plot_bw_size(pts, pl, ymax_bw):
+    """Bandwidth vs message size, per opcode and transport."""
     combos = [("write", "RC"), ("write", "UC"), ("send", "RC"),
               ("send", "UC"), ("send", "UD"), ("read", "RC")]
     blocks, titles = series_each(
@@ -221,7 +217,10 @@ def plot_all(pts, pl):
              "set logscale x 2\nset format x '%.0s%cB'\n"
              'set xlabel "message size"\nset ylabel "goodput [Gb/s]"\n'
              + pl.cap_axes(ymax_bw), pl.cap_line())
-    # latency vs size
+
+
+def plot_lat_size(pts, pl):
+    """Latency vs message size."""
     blocks, titles = series_each(
         pts, "lat_size", "lat_typical_us", "size",
         [(f"ib_{tool} RC (typical)",
@@ -232,7 +231,10 @@ def plot_all(pts, pl):
              'typical; median of reps, bars = min..max)"\n'
              "set logscale xy\nset format x '%.0s%cB'\n"
              'set xlabel "message size"\nset ylabel "latency [us]"\n')
-    # QP scaling
+
+
+def plot_qp_scale(pts, pl, ymax_bw):
+    """Aggregate bandwidth vs QP count."""
     b1, _ = baseline(pts, "qp_scale", "1proc/1")
     blocks, titles = series_each(
         pts, "qp_scale", "gbps", "qps",
@@ -250,7 +252,10 @@ def plot_all(pts, pl):
              'set xlabel "QPs (total)"\nset ylabel "aggregate goodput [Gb/s]"\n'
              "set xrange [0.8:20]\n"
              + pl.cap_axes(ymax_bw), pl.cap_line())
-    # threads
+
+
+def plot_threads(pts, pl, ymax_bw):
+    """Aggregate bandwidth vs threads."""
     blocks, titles = series_each(
         pts, "threads", "gbps", "threads",
         [(f"threads_bw WRITE {int(size) // 1024} KiB",
@@ -263,7 +268,10 @@ def plot_all(pts, pl):
              "set xtics (1,2,4)\nset xrange [0.5:4.5]\n"
              'set xlabel "threads"\nset ylabel "aggregate goodput [Gb/s]"\n'
              + pl.cap_axes(ymax_bw), pl.cap_line())
-    # bar charts: events, faults
+
+
+def plot_bars(pts, pl, ymax_bw):
+    """Bar charts: poll vs event mode, faulty and lossy cables."""
     for suite, title in (("events", "Poll vs event mode (64 KiB, RC)"),
                          ("faults", "RC WRITE 64 KiB on a faulty cable"),
                          ("read_faults", "RC READ on a lossy cable")):
@@ -286,7 +294,10 @@ def plot_all(pts, pl):
                f"'' u 1:4:3:5 w yerrorbars lc rgb 'black' t 'min..max', "
                f"'' u 1:4:(sprintf('%.2f cores',$6)) w labels offset 0,1 "
                f"notitle" + pl.cap_line() + "\n")
-    # CPU per GiB
+
+
+def plot_cpu_cmp(pts, pl):
+    """CPU seconds per GiB, TCP loopback vs usb4verbs."""
     rows = [p for p in pts if p["suite"] == "cpu_cmp"
             and p["metric"] in ("machine_cpu_s_per_gib",
                                 "proc_cpu_s_per_gib")
@@ -312,6 +323,19 @@ def plot_all(pts, pl):
                'set ylabel "CPU-s / GiB"\nset yrange [0:*]\n'
                f"plot '{d}' u 3:4:5:xtic(2) t 'whole machine (/proc/stat)', "
                f"'' u 6:7:8 t 'the benchmark processes (both sides)'\n")
+
+
+def plot_all(pts, pl):
+    cap = pl.cap
+    ymax_bw = max([cap * 1.15] + [p["max"] * 1.1 for p in pts
+                                  if p["unit"] == "Gbps" and p["max"]
+                                  and p["suite"] != "cpu_cmp"])
+    plot_bw_size(pts, pl, ymax_bw)
+    plot_lat_size(pts, pl)
+    plot_qp_scale(pts, pl, ymax_bw)
+    plot_threads(pts, pl, ymax_bw)
+    plot_bars(pts, pl, ymax_bw)
+    plot_cpu_cmp(pts, pl)
 
 
 # ---------------------------------------------------------------- summary
@@ -348,7 +372,8 @@ def spread(p, nd=2):
             f"n={p['n_ok']}/{p['n']})")
 
 
-def summary(pts, rows, a, plots):
+def summary_head(rows, a):
+    """Where, when and how the figures were measured."""
     cap = a.capacity
     r0 = rows[0] if rows else {}
     L = []
@@ -373,7 +398,13 @@ def summary(pts, rows, a, plots):
              f"column ok=0 and note; medians use only successful runs)")
     L.append("- every point repeated; figures are median (min..max, "
              "n=ok/total)\n")
+    return L
 
+
+def headline_speed(pts, a):
+    """Efficiency, latency and idle cost against their targets."""
+    cap = a.capacity
+    L = []
     L.append("## Headline figures\n")
     L.append("| figure | measured | target | verdict |")
     L.append("|---|---|---|---|")
@@ -398,6 +429,12 @@ def summary(pts, rows, a, plots):
     L.append(f"| an idle context (connected QP, no traffic for 100 ms): "
              f"CPU of its progress thread | {spread(ic, 3)} % of a core | "
              f"measured | - |")
+    return L
+
+
+def headline_scaling(pts):
+    """More QPs and more threads against one."""
+    L = []
     bp, bname = baseline(pts, "qp_scale", "1proc/1")
     base = median_of(bp)
     for p in gbps_points(pts, "qp_scale"):
@@ -417,6 +454,12 @@ def summary(pts, rows, a, plots):
                      f"{int(p['size']) // 1024} KiB | {fmt(r, 3)}x "
                      f"({spread(p)} Gb/s vs {fmt(b)}) | >= 0.97x | "
                      f"{verdict(r, 0.97, False)} |")
+    return L
+
+
+def headline_faults(pts):
+    """Faulty and lossy cables against a clean one."""
+    L = []
     cp, cname = baseline(pts, "faults", "clean")
     clean = median_of(cp)
     for p in gbps_points(pts, "faults"):
@@ -436,6 +479,12 @@ def summary(pts, rows, a, plots):
                      f"({spread(p)} Gb/s vs {fmt(c)}; retransmits "
                      f"{fmt(p['retransmits_median'], 0)}) | >= 90% | "
                      f"{verdict(r, 0.90)} |")
+    return L
+
+
+def headline_cost(pts, rows):
+    """CPU per GiB and the software cost per message."""
+    L = []
     for n, lab in (("tcp/65536", "TCP loopback (tcp_bw)"),):
         m = find(pts, "cpu_cmp", n, "machine_cpu_s_per_gib")
         q = find(pts, "cpu_cmp", n, "proc_cpu_s_per_gib")
@@ -482,7 +531,12 @@ def summary(pts, rows, a, plots):
              "instruction count includes time spent polling an empty CQ "
              "while the peer works, so it is an upper bound on the work per "
              "message.\n")
+    return L
 
+
+def points_table(pts):
+    """Every point: median, min..max."""
+    L = []
     L.append("## Points (median, min..max)\n")
     L.append("| suite | point | metric | median | min | max | ok/n | "
              "efficiency | machine busy cores |")
@@ -500,6 +554,12 @@ def summary(pts, rows, a, plots):
                  f"{fmt(p['max'], 3)} | {p['n_ok']}/{p['n']} | {eff} | "
                  f"{fmt(p['machine_busy_cores_median'])} |")
     L.append("")
+    return L
+
+
+def failed_and_files(rows, plots):
+    """The failed runs, then what the report wrote."""
+    L = []
     failed = [r for r in rows if r["ok"] != "1"]
     if failed:
         L.append("## Failed runs\n")
@@ -519,6 +579,14 @@ def summary(pts, rows, a, plots):
     for pl in plots:
         L.append(f"- `{pl}`")
     L.append("- `logs/`: every tool's output and each cable's counters")
+    return L
+
+
+def summary(pts, rows, a, plots):
+    L = (summary_head(rows, a) + headline_speed(pts, a) +
+         headline_scaling(pts) + headline_faults(pts) +
+         headline_cost(pts, rows) + points_table(pts) +
+         failed_and_files(rows, plots))
     return "\n".join(L) + "\n"
 
 
