@@ -271,6 +271,23 @@ void u4vt_pair_down(struct u4vt_pair *p)
 			close(p->evfd[i]);
 }
 
+struct u4vt_pair *u4vt_pair_new(void **state, const char *tag, int async_end)
+{
+	struct u4vt_pair *p = calloc(1, sizeof(*p));
+
+	assert_non_null(p);
+	u4vt_pair_ends(p, tag, NULL, async_end);
+	*state = p;
+	return p;
+}
+
+int u4vt_pair_teardown(void **state)
+{
+	u4vt_pair_down(*state);
+	free(*state);
+	return 0;
+}
+
 int u4vt_poll(struct u4v_cq *cq, struct ibv_wc *wc, int n, int timeout_ms)
 {
 	uint64_t end = u4vt_now_ms() + (uint64_t)timeout_ms;

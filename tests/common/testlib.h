@@ -100,6 +100,13 @@ void u4vt_area_pair_down(struct u4vt_area_pair *p);
 void u4vt_pair_reconnect(struct u4vt_pair *p);
 /* Destroys what u4vt_pair_up made (a QP set to NULL is skipped). */
 void u4vt_pair_down(struct u4vt_pair *p);
+/*
+ * cmocka setup and teardown of a struct u4vt_pair of its own in *state:
+ * u4vt_pair_ends(tag, no config, async_end) on a fresh allocation, and
+ * u4vt_pair_down then free.
+ */
+struct u4vt_pair *u4vt_pair_new(void **state, const char *tag, int async_end);
+int u4vt_pair_teardown(void **state);
 
 /* Poll until n completions arrive or timeout_ms passes; returns count. */
 int u4vt_poll(struct u4v_cq *cq, struct ibv_wc *wc, int n, int timeout_ms);

@@ -21,18 +21,7 @@
 
 static int rig_setup(void **state)
 {
-	struct u4vt_pair *r = calloc(1, sizeof(*r));
-
-	assert_non_null(r);
-	u4vt_pair_ends(r, "cqsrq", NULL, 0);
-	*state = r;
-	return 0;
-}
-
-static int rig_teardown(void **state)
-{
-	u4vt_pair_down(*state);
-	free(*state);
+	u4vt_pair_new(state, "cqsrq", 0);
 	return 0;
 }
 
@@ -391,7 +380,7 @@ static void test_post_recv_list_partial(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, rig_setup, rig_teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, rig_setup, u4vt_pair_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_srq_attach_rules),
 		T(test_srq_limits),

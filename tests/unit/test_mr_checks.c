@@ -34,19 +34,9 @@ static struct u4v_qp *rig_qp(const struct u4vt_end *e, struct u4v_pd *pd)
 /* r->qa: a QP of a's PD (remote checks are a QP's), not connected. */
 static int rig_setup(void **state)
 {
-	struct u4vt_pair *r = calloc(1, sizeof(*r));
+	struct u4vt_pair *r = u4vt_pair_new(state, "mr", -1);
 
-	assert_non_null(r);
-	u4vt_pair_ends(r, "mr", NULL, -1);
 	r->qa = rig_qp(&r->a, r->a.pd);
-	*state = r;
-	return 0;
-}
-
-static int rig_teardown(void **state)
-{
-	u4vt_pair_down(*state);
-	free(*state);
 	return 0;
 }
 
@@ -773,25 +763,17 @@ static void test_local_checks(void **state)
 
 int main(void)
 {
+#define T(f) cmocka_unit_test_setup_teardown(f, rig_setup, u4vt_pair_teardown)
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_keys, rig_setup,
-						rig_teardown),
-		cmocka_unit_test_setup_teardown(test_registration_rules,
-						rig_setup, rig_teardown),
-		cmocka_unit_test_setup_teardown(test_reg_mr_protection,
-						rig_setup, rig_teardown),
-		cmocka_unit_test_setup_teardown(test_length_zero_mr, rig_setup,
-						rig_teardown),
-		cmocka_unit_test_setup_teardown(test_bounds_and_access,
-						rig_setup, rig_teardown),
-		cmocka_unit_test_setup_teardown(test_remote_checks_on_the_wire,
-						rig_setup, rig_teardown),
-		cmocka_unit_test_setup_teardown(test_rereg, rig_setup,
-						rig_teardown),
-		cmocka_unit_test_setup_teardown(test_key_limits, rig_setup,
-						rig_teardown),
-		cmocka_unit_test_setup_teardown(test_local_checks,
-						rig_setup, rig_teardown),
+		T(test_keys),
+		T(test_registration_rules),
+		T(test_reg_mr_protection),
+		T(test_length_zero_mr),
+		T(test_bounds_and_access),
+		T(test_remote_checks_on_the_wire),
+		T(test_rereg),
+		T(test_key_limits),
+		T(test_local_checks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
