@@ -63,11 +63,15 @@ union cmd_buf {
 
 /*
  * A handler gets the command as the user gave it (zero beyond in_len), the
- * id it names (NULL for ID_NONE), and the size of the user's response.
+ * id it names (NULL for ID_NONE), and the size of the user's response;
+ * each uses what its command needs of these.
  */
-#define CMD(name)                                                              \
-	static int name(struct cm_file *f, struct cm_id *id, union cmd_buf *u, \
-			size_t in_len, size_t out_len)
+#define CMD(name)                                                      \
+	static int name(struct cm_file *f __attribute__((unused)),      \
+			struct cm_id *id __attribute__((unused)),       \
+			union cmd_buf *u __attribute__((unused)),       \
+			size_t in_len __attribute__((unused)),          \
+			size_t out_len __attribute__((unused)))
 
 /* The user's response buffer: the kernel would fault on a bad one; we can
  * only refuse a null one. */
@@ -91,7 +95,6 @@ CMD(cmd_create_id)
 	uint8_t qp_type;
 	int ret;
 
-	(void)in_len;
 	if (out_len < sizeof(r))
 		return -ENOSPC;
 	switch (c->ps) {
@@ -129,8 +132,6 @@ CMD(cmd_destroy_id)
 {
 	struct rdma_ucm_destroy_id_resp r = {0};
 
-	(void)f;
-	(void)in_len;
 	if (out_len < sizeof(r))
 		return -ENOSPC;
 	r.events_reported = cm_destroy_id(id);
@@ -156,9 +157,6 @@ CMD(cmd_bind_ip)
 {
 	struct rdma_ucm_bind_ip *c = &u->bind_ip;
 
-	(void)f;
-	(void)in_len;
-	(void)out_len;
 	if (!addr_size(&c->addr) || c->addr.sin6_family == AF_IB)
 		return -EINVAL;
 	return cmi_bind(id, (struct sockaddr *)&c->addr);
@@ -168,9 +166,6 @@ CMD(cmd_bind)
 {
 	struct rdma_ucm_bind *c = &u->bind;
 
-	(void)f;
-	(void)in_len;
-	(void)out_len;
 	if (c->reserved || !c->addr_size || c->addr_size != addr_size(&c->addr))
 		return -EINVAL;
 	return cmi_bind(id, (struct sockaddr *)&c->addr);
@@ -181,9 +176,6 @@ CMD(cmd_resolve_ip)
 	struct rdma_ucm_resolve_ip *c = &u->resolve_ip;
 	struct sockaddr *src = (struct sockaddr *)&c->src_addr;
 
-	(void)f;
-	(void)in_len;
-	(void)out_len;
 	if ((src->sa_family && !addr_size(src)) || !addr_size(&c->dst_addr))
 		return -EINVAL;
 	return cmi_resolve_addr(id, src->sa_family ? src : NULL,
@@ -195,9 +187,6 @@ CMD(cmd_resolve_addr)
 	struct rdma_ucm_resolve_addr *c = &u->resolve_addr;
 	struct sockaddr *src = (struct sockaddr *)&c->src_addr;
 
-	(void)f;
-	(void)in_len;
-	(void)out_len;
 	if (c->reserved || (c->src_size && c->src_size != addr_size(src)) ||
 	    !c->dst_size || c->dst_size != addr_size(&c->dst_addr))
 		return -EINVAL;
@@ -207,9 +196,6 @@ CMD(cmd_resolve_addr)
 
 CMD(cmd_resolve_route)
 {
-	(void)f;
-	(void)in_len;
-	(void)out_len;
 	if (!u->resolve_route.timeout_ms)
 		return -EINVAL;
 	return cmi_resolve_route(id);
@@ -219,8 +205,6 @@ CMD(cmd_query_route)
 {
 	struct rdma_ucm_query_route_resp r;
 
-	(void)f;
-	(void)in_len;
 	if (out_len < offsetof(struct rdma_ucm_query_route_resp, ibdev_index))
 		return -ENOSPC;
 	memset(&r, 0, sizeof(r));
@@ -233,8 +217,6 @@ CMD(cmd_connect)
 	struct rdma_ucm_connect *c = &u->connect;
 	struct rdma_ucm_ece ece = {0};
 
-	(void)f;
-	(void)out_len;
 	if (in_len < offsetof(struct rdma_ucm_connect, ece))
 		return -EINVAL;
 	if (!c->conn_param.valid)
@@ -248,9 +230,6 @@ CMD(cmd_listen)
 {
 	struct rdma_ucm_listen *c = &u->listen;
 
-	(void)f;
-	(void)in_len;
-	(void)out_len;
 	if ((int)c->backlog <= 0 || c->backlog > MAX_BACKLOG)
 		c->backlog = MAX_BACKLOG;
 	return cmi_listen(id, (int)c->backlog);
@@ -261,7 +240,6 @@ CMD(cmd_accept)
 	struct rdma_ucm_accept *c = &u->accept;
 	struct rdma_ucm_ece ece = {0};
 
-	(void)out_len;
 	if (in_len < offsetof(struct rdma_ucm_accept, ece))
 		return -EINVAL;
 	if (in_len >= sizeof(*c))
@@ -275,8 +253,6 @@ CMD(cmd_reject)
 {
 	struct rdma_ucm_reject *c = &u->reject;
 
-	(void)in_len;
-	(void)out_len;
 	if (!c->reason)
 		c->reason = 28; /* IB_CM_REJ_CONSUMER_DEFINED */
 	if (c->reason != 28 &&
@@ -288,9 +264,6 @@ CMD(cmd_reject)
 
 CMD(cmd_disconnect)
 {
-	(void)u;
-	(void)in_len;
-	(void)out_len;
 	cm_file_pump(f);
 	return cmi_disconnect(id);
 }
@@ -301,8 +274,6 @@ CMD(cmd_init_qp_attr)
 	struct ib_uverbs_qp_attr r;
 	int ret;
 
-	(void)f;
-	(void)in_len;
 	if (out_len < sizeof(r))
 		return -ENOSPC;
 	if (c->qp_state > IBV_QPS_ERR)
@@ -319,8 +290,6 @@ CMD(cmd_get_event)
 	struct pollfd pfd;
 	int fd = f->fd;
 
-	(void)id;
-	(void)in_len;
 	if (out_len <
 	    sizeof(ev->resp) - sizeof(ev->resp.reserved) - sizeof(ev->resp.ece))
 		return -ENOSPC;
@@ -370,9 +339,6 @@ CMD(cmd_set_option)
 {
 	struct rdma_ucm_set_option *c = &u->set_option;
 
-	(void)f;
-	(void)in_len;
-	(void)out_len;
 	if (c->optlen > 4096)
 		return -EINVAL;
 	if (c->optlen && !c->optval)
@@ -385,32 +351,17 @@ CMD(cmd_set_option)
  * of an id with a device is all there is to it. */
 CMD(cmd_notify)
 {
-	(void)f;
-	(void)id;
-	(void)u;
-	(void)in_len;
-	(void)out_len;
 	return 0;
 }
 
 /* No multicast: the device reports max_mcast_grp 0. */
 CMD(cmd_join_mcast)
 {
-	(void)f;
-	(void)id;
-	(void)u;
-	(void)in_len;
-	(void)out_len;
 	return -EOPNOTSUPP;
 }
 
 CMD(cmd_leave_mcast)
 {
-	(void)f;
-	(void)id;
-	(void)u;
-	(void)in_len;
-	(void)out_len;
 	return -ENOENT; /* no multicast group was ever joined */
 }
 
@@ -442,8 +393,6 @@ CMD(cmd_migrate_id)
 	struct cm_file *from = cm_file_of((int)c->fd);
 	int err = 0;
 
-	(void)in_len;
-	(void)out_len;
 	if (!from) {
 		/* not an rdma_cm file: ENOENT if no file at all */
 		return fcntl((int)c->fd, F_GETFD) < 0 ? -ENOENT : -EINVAL;
@@ -464,11 +413,6 @@ CMD(cmd_migrate_id)
 
 CMD(cmd_enosys)
 {
-	(void)f;
-	(void)id;
-	(void)u;
-	(void)in_len;
-	(void)out_len;
 	return -ENOSYS;
 }
 
