@@ -115,18 +115,25 @@ struct u4v_qp *u4vt_qp_create(struct u4vt_end *e, enum ibv_qp_type type,
 	return qp;
 }
 
+void u4vt_conn_from_opts(struct u4vt_conn *c, uint32_t remote_qpn,
+			 const struct u4vt_qp_opts *o)
+{
+	u4vt_conn_default(c, remote_qpn);
+	if (o->psn)
+		c->psn = o->psn;
+	c->access = o->access;
+	c->timeout = o->timeout;
+	c->retry_cnt = o->retry_cnt;
+	c->rnr_retry = o->rnr_retry;
+	c->min_rnr_timer = o->min_rnr_timer;
+}
+
 void u4vt_qp_connect(struct u4v_qp *qp, enum ibv_qp_type type,
 		     uint32_t remote_qpn, const struct u4vt_qp_opts *o)
 {
 	struct u4vt_conn c;
 
-	u4vt_conn_default(&c, remote_qpn);
-	c.psn = o->psn ? o->psn : 0x123;
-	c.access = o->access;
-	c.timeout = o->timeout;
-	c.retry_cnt = o->retry_cnt;
-	c.rnr_retry = o->rnr_retry;
-	c.min_rnr_timer = o->min_rnr_timer;
+	u4vt_conn_from_opts(&c, remote_qpn, o);
 	assert_int_equal(u4vt_eng_connect(qp, type, &c), 0);
 }
 

@@ -37,6 +37,9 @@ struct u4vt_qp_opts {
 void u4vt_qp_opts_default(struct u4vt_qp_opts *o);
 struct u4v_qp *u4vt_qp_create(struct u4vt_end *e, enum ibv_qp_type type,
 			      const struct u4vt_qp_opts *o);
+/* How o says to connect to remote_qpn (o->psn 0: the default PSN). */
+void u4vt_conn_from_opts(struct u4vt_conn *c, uint32_t remote_qpn,
+			 const struct u4vt_qp_opts *o);
 /* RESET → INIT → RTR → RTS, connected to remote_qpn (ignored for UD). */
 void u4vt_qp_connect(struct u4v_qp *qp, enum ibv_qp_type type,
 		     uint32_t remote_qpn, const struct u4vt_qp_opts *o);

@@ -49,13 +49,7 @@ static int reconnect(struct u4v_qp *qp, uint32_t remote,
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RESET};
 	struct u4vt_conn c;
 
-	u4vt_conn_default(&c, remote);
-	c.psn = o->psn ? o->psn : c.psn;
-	c.access = o->access;
-	c.timeout = o->timeout;
-	c.retry_cnt = o->retry_cnt;
-	c.rnr_retry = o->rnr_retry;
-	c.min_rnr_timer = o->min_rnr_timer;
+	u4vt_conn_from_opts(&c, remote, o);
 	return u4v_modify_qp(qp, &a, IBV_QP_STATE)
 		   ?: u4vt_eng_connect(qp, IBV_QPT_RC, &c);
 }
