@@ -24,8 +24,7 @@
 #include <string.h>
 
 #include "cm_cable.h"
-
-#define EXPORT __attribute__((visibility("default")))
+#include "interpose.h"
 
 /* The entries put in front of libc's list. */
 struct end_ifaddrs {

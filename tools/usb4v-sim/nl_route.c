@@ -32,8 +32,8 @@
 #include <sys/socket.h>
 
 #include "cm_cable.h"
+#include "interpose.h"
 
-#define EXPORT __attribute__((visibility("default")))
 #define NLR_MAX 16     /* route sockets followed at once */
 #define NLR_DGRAM 512u /* room for the injected messages */
 
@@ -249,17 +249,6 @@ typedef ssize_t (*sendmsg_fn)(int, const struct msghdr *, int);
 typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, struct sockaddr *,
 			       socklen_t *);
 typedef ssize_t (*recvmsg_fn)(int, struct msghdr *, int);
-
-#define NEXT(type, name)                                                       \
-	({                                                                     \
-		static type fn_;                                               \
-		type f_ = __atomic_load_n(&fn_, __ATOMIC_RELAXED);             \
-		if (!f_) {                                                     \
-			f_ = (type)dlsym(RTLD_NEXT, name);                     \
-			__atomic_store_n(&fn_, f_, __ATOMIC_RELAXED);          \
-		}                                                              \
-		f_;                                                            \
-	})
 
 EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {

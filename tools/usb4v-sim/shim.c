@@ -89,14 +89,13 @@
 
 #include <rdma/ib_user_verbs.h>
 
+#include "interpose.h"
 #include "nl_route.h"
 #include "ucma.h"
 
 #ifndef NETLINK_RDMA
 #define NETLINK_RDMA 20
 #endif
-
-#define EXPORT __attribute__((visibility("default")))
 
 #define CDEV_PREFIX "/dev/infiniband/"
 #define SYSFS_IB_PREFIX "/sys/class/infiniband/"
@@ -149,26 +148,10 @@ typedef int (*close_range_fn)(unsigned, unsigned, int);
 static write_fn next_write;
 static close_fn next_close;
 
-static void *next_sym(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
-
-#define NEXT(type, name)                                                       \
-	({                                                                     \
-		static type fn_;                                               \
-		type f_ = __atomic_load_n(&fn_, __ATOMIC_RELAXED);             \
-		if (!f_) {                                                     \
-			f_ = (type)next_sym(name);                             \
-			__atomic_store_n(&fn_, f_, __ATOMIC_RELAXED);          \
-		}                                                              \
-		f_;                                                            \
-	})
-
 __attribute__((constructor)) static void shim_init(void)
 {
-	next_write = (write_fn)next_sym("write");
-	next_close = (close_fn)next_sym("close");
+	next_write = (write_fn)dlsym(RTLD_NEXT, "write");
+	next_close = (close_fn)dlsym(RTLD_NEXT, "close");
 }
 
 static ssize_t real_write(int fd, const void *buf, size_t n)
