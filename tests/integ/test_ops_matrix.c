@@ -179,6 +179,16 @@ static void run_read(struct u4vt_area_pair *p, size_t len, uint64_t seed)
 static const size_t sizes[] = { 0, 1, 4031, 4032, 4033, 65536, 1u << 20 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
+/* SEND and RDMA WRITE of len, each without and with immediate. */
+static void send_and_write(struct u4vt_area_pair *p, size_t len,
+			   uint64_t *seed)
+{
+	run_send(p, len, false, *seed += 10);
+	run_send(p, len, true, *seed += 10);
+	run_write(p, len, false, *seed += 10);
+	run_write(p, len, true, *seed += 10);
+}
+
 static void test_rc_all_opcodes(void **state)
 {
 	struct u4vt_area_pair p;
@@ -188,10 +198,7 @@ static void test_rc_all_opcodes(void **state)
 	(void)state;
 	pair_up(&p, "rc", IBV_QPT_RC, BIG);
 	for (i = 0; i < NSIZES; i++) {
-		run_send(&p, sizes[i], false, seed += 10);
-		run_send(&p, sizes[i], true, seed += 10);
-		run_write(&p, sizes[i], false, seed += 10);
-		run_write(&p, sizes[i], true, seed += 10);
+		send_and_write(&p, sizes[i], &seed);
 		run_read(&p, sizes[i], seed += 10);
 	}
 	/* 64 MiB: SEND, WRITE, READ */
@@ -249,12 +256,8 @@ static void test_uc_all_opcodes(void **state)
 
 	(void)state;
 	pair_up(&p, "uc", IBV_QPT_UC, 1u << 20);
-	for (i = 0; i < NSIZES; i++) {
-		run_send(&p, sizes[i], false, seed += 10);
-		run_send(&p, sizes[i], true, seed += 10);
-		run_write(&p, sizes[i], false, seed += 10);
-		run_write(&p, sizes[i], true, seed += 10);
-	}
+	for (i = 0; i < NSIZES; i++)
+		send_and_write(&p, sizes[i], &seed);
 	u4vt_area_pair_down(&p);
 }
 
