@@ -7,11 +7,6 @@
  */
 #include "sim_test.h"
 
-static void depth16(struct u4l_sim_config *c)
-{
-	c->ring_depth = 16;
-}
-
 /* Send until no slot is given; the number sent. */
 static uint32_t fill(struct u4l_dev *a, struct u4l_chan *ca, uint32_t seq)
 {
