@@ -514,6 +514,28 @@ static void thread_wait(struct u4v_ctx *ctx, uint64_t now, uint64_t deadline,
 	atomic_store(&ctx->thread_wake_by, 0);
 }
 
+/*
+ * When the idle thread must look again: soon while the context was active
+ * lately, at the next timer, at a held ACK's due time (unless the
+ * application polls). An application that polls takes its ACKs itself:
+ * only the peer's data (an RDMA WRITE it may spin on) needs a wake-up,
+ * until that poll is old.
+ */
+static uint64_t sleep_deadline(const struct u4v_ctx *ctx, uint64_t now,
+			       uint64_t idle_for, uint64_t app, bool app_recent)
+{
+	uint64_t deadline = now + (idle_for < IDLE_NS ? THREAD_POLL_NS :
+							 IDLE_POLL_NS);
+
+	if (ctx->next_timer_ns < deadline)
+		deadline = ctx->next_timer_ns;
+	if (!app_recent && ctx->ack_hold_due && ctx->ack_hold_due < deadline)
+		deadline = ctx->ack_hold_due;
+	if (app_recent && app + APP_POLL_RECENT_NS < deadline)
+		deadline = app + APP_POLL_RECENT_NS;
+	return deadline;
+}
+
 static void *progress_thread(void *arg)
 {
 	struct u4v_ctx *ctx = arg;
@@ -580,20 +602,8 @@ static void *progress_thread(void *arg)
 					     memory_order_relaxed) ||
 		    app_recent || atomic_load(&ctx->held_qps))
 			last_active = now;
-		deadline = now + (now - last_active < IDLE_NS ? THREAD_POLL_NS :
-								IDLE_POLL_NS);
-		if (ctx->next_timer_ns < deadline)
-			deadline = ctx->next_timer_ns;
-		if (!app_recent && ctx->ack_hold_due &&
-		    ctx->ack_hold_due < deadline)
-			deadline = ctx->ack_hold_due;
-		/*
-		 * An application that polls takes its ACKs itself: only the
-		 * peer's data (an RDMA WRITE it may spin on) needs a wake-up,
-		 * until that poll is old.
-		 */
-		if (app_recent && app + APP_POLL_RECENT_NS < deadline)
-			deadline = app + APP_POLL_RECENT_NS;
+		deadline = sleep_deadline(ctx, now, now - last_active, app,
+					  app_recent);
 		thread_wait(ctx, now, deadline, app_recent);
 	}
 	return NULL;
