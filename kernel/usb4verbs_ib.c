@@ -66,8 +66,8 @@ static int u4k_query_device(struct ib_device *ibdev,
 	attr->max_srq_wr = U4V_MAX_SRQ_WR;
 	attr->max_srq_sge = U4V_MAX_SGE;
 	attr->max_ah = U4V_MAX_AH;
-	attr->max_pkeys = 1;
-	attr->local_ca_ack_delay = 15;
+	attr->max_pkeys = U4V_MAX_PKEYS;
+	attr->local_ca_ack_delay = U4V_LOCAL_CA_ACK_DELAY;
 	/* ib_mad's PD: its lkey is ignored (kernel addresses, gsi.c) */
 	attr->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	return 0;
@@ -86,7 +86,7 @@ static int u4k_query_port(struct ib_device *ibdev, u32 port,
 	attr->max_mtu = IB_MTU_4096;
 	attr->active_mtu = IB_MTU_4096;
 	attr->gid_tbl_len = U4K_GID_TBL_LEN;
-	attr->pkey_tbl_len = 1;
+	attr->pkey_tbl_len = U4V_MAX_PKEYS;
 	attr->max_msg_sz = U4V_MAX_MSG_SZ;
 	attr->active_width = IB_WIDTH_4X;
 	attr->active_speed = IB_SPEED_FDR10;
@@ -96,7 +96,7 @@ static int u4k_query_port(struct ib_device *ibdev, u32 port,
 static int u4k_get_port_immutable(struct ib_device *ibdev, u32 port,
 				  struct ib_port_immutable *imm)
 {
-	imm->pkey_tbl_len = 1;
+	imm->pkey_tbl_len = U4V_MAX_PKEYS;
 	imm->gid_tbl_len = U4K_GID_TBL_LEN;
 	/* RoCE v2: ib_core keeps the GIDs (netdev.c); MADs where carried */
 	if (!to_u4k_dev(ibdev)->cable->ops->send_mad) {

@@ -29,5 +29,7 @@
 #define U4V_MAX_SRQ_WR 8192u
 #define U4V_MAX_AH 65536u
 #define U4V_MAX_QKEY 0x7fffffffu
+#define U4V_MAX_PKEYS 1u /* the default P_Key only: max_pkeys, pkey_tbl_len */
+#define U4V_LOCAL_CA_ACK_DELAY 15u /* 4.096 us << 15, about 134 ms */
 
 #endif

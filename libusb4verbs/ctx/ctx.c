@@ -136,8 +136,8 @@ int u4v_query_device(struct u4v_ctx *ctx, struct ibv_device_attr_ex *out,
 	d->max_srq_wr = U4V_MAX_SRQ_WR;
 	d->max_srq_sge = U4V_MAX_SGE;
 	d->max_ah = U4V_MAX_AH;
-	d->max_pkeys = 1;
-	d->local_ca_ack_delay = 15;
+	d->max_pkeys = U4V_MAX_PKEYS;
+	d->local_ca_ack_delay = U4V_LOCAL_CA_ACK_DELAY;
 	d->phys_port_cnt = 1;
 	a.phys_port_cnt_ex = 1;
 	/* completion timestamps: the device clock counts nanoseconds */
@@ -191,7 +191,7 @@ int u4v_query_port(struct u4v_ctx *ctx, uint8_t port, struct ibv_port_attr *p)
 	p->gid_tbl_len = ctx->gid_tbl_len;
 	p->port_cap_flags = 0;
 	p->max_msg_sz = U4V_MAX_MSG_SZ;
-	p->pkey_tbl_len = 1;
+	p->pkey_tbl_len = U4V_MAX_PKEYS;
 	p->lid = 0;
 	p->sm_lid = 0;
 	p->lmc = 0;
