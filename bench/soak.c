@@ -40,41 +40,42 @@ static int open_end(const char *shm, uint32_t end, struct u4v_ctx **ctx,
 	return u4v_alloc_pd(*ctx, pd);
 }
 
-int main(int argc, char **argv)
-{
-	struct u4l_sim_config sc;
-	struct u4l_counters c[2];
+struct soak_opts {
 	struct tr_cfg tc;
-	struct tr_result r;
-	struct u4v_ctx *ca, *cb;
-	struct u4v_pd *pa, *pb;
-	double drop = 1e-3, stranded = 1.0 / 280;
-	char shm[64];
-	int i, ret, d;
+	double drop, stranded; /* fault rates, both directions */
+};
 
-	tr_cfg_default(&tc);
-	tc.nqp = 4;
-	tc.messages = 1000000;
-	tc.max_len = 65536;
-	tc.window = 32;
-	tc.timeout = 12;
-	tc.timeout_ms = 3600 * 1000;
-	tc.seed = 1;
+/* 0, or 2 after a usage message. */
+static int parse_args(int argc, char **argv, struct soak_opts *o)
+{
+	struct tr_cfg *tc = &o->tc;
+	int i;
+
+	tr_cfg_default(tc);
+	tc->nqp = 4;
+	tc->messages = 1000000;
+	tc->max_len = 65536;
+	tc->window = 32;
+	tc->timeout = 12;
+	tc->timeout_ms = 3600 * 1000;
+	tc->seed = 1;
+	o->drop = 1e-3;
+	o->stranded = 1.0 / 280;
 	for (i = 1; i < argc; i += 2) { /* every option takes a value */
 		const char *v = i + 1 < argc ? argv[i + 1] : "0";
 
 		if (!strcmp(argv[i], "--messages"))
-			tc.messages = strtoull(v, NULL, 0);
+			tc->messages = strtoull(v, NULL, 0);
 		else if (!strcmp(argv[i], "--qps"))
-			tc.nqp = atoi(v);
+			tc->nqp = atoi(v);
 		else if (!strcmp(argv[i], "--drop"))
-			drop = atof(v);
+			o->drop = atof(v);
 		else if (!strcmp(argv[i], "--stranded"))
-			stranded = atof(v);
+			o->stranded = atof(v);
 		else if (!strcmp(argv[i], "--seed"))
-			tc.seed = strtoull(v, NULL, 0);
+			tc->seed = strtoull(v, NULL, 0);
 		else if (!strcmp(argv[i], "--max-len"))
-			tc.max_len = (uint32_t)strtoul(v, NULL, 0);
+			tc->max_len = (uint32_t)strtoul(v, NULL, 0);
 		else {
 			fprintf(stderr, "usage: %s [--messages N] [--qps Q] "
 				"[--drop P] [--stranded P] [--seed S] "
@@ -82,42 +83,40 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	tc.progress_report = tc.messages >= 100000 ? 100000 : 0;
-	snprintf(shm, sizeof(shm), "/u4v-soak-%d", (int)getpid());
+	tc->progress_report = tc->messages >= 100000 ? 100000 : 0;
+	return 0;
+}
+
+/* The faulty cable: 0 or a negative errno. */
+static int make_cable(const char *shm, const struct soak_opts *o)
+{
+	struct u4l_sim_config sc;
+	int d;
+
 	u4vt_cable_config(&sc);
-	sc.seed = tc.seed;
+	sc.seed = o->tc.seed;
 	for (d = 0; d < 2; d++) {
-		sc.faults[d].drop = drop;
-		sc.faults[d].stranded = stranded;
+		sc.faults[d].drop = o->drop;
+		sc.faults[d].stranded = o->stranded;
 	}
 	u4l_sim_destroy(shm);
-	if ((ret = u4l_sim_create(shm, &sc))) {
-		fprintf(stderr, "soak: cable: %s\n", strerror(-ret));
-		return 1;
-	}
-	if ((ret = open_end(shm, 0, &ca, &pa)) ||
-	    (ret = open_end(shm, 1, &cb, &pb))) {
-		fprintf(stderr, "soak: context: %s\n", strerror(ret));
-		u4l_sim_destroy(shm);
-		return 1;
-	}
-	printf("soak: %llu messages, %d QPs, 24..%u B, drop %g, stranded %g, "
-	       "seed %llu\n", (unsigned long long)tc.messages, tc.nqp,
-	       tc.max_len, drop, stranded, (unsigned long long)tc.seed);
-	fflush(stdout);
-	ret = tr_run(&tc, ca, pa, cb, pb, &r);
-	u4l_sim_stat(shm, c);
+	return u4l_sim_create(shm, &sc);
+}
+
+static void print_result(int ret, const struct tr_result *r,
+			 const struct u4l_counters c[2])
+{
 	printf("soak: %s in %.1f s: %llu completed, %llu received, %llu "
-	       "verified, %.1f MiB\n", ret ? "FAILED" : "ok", r.secs,
-	       (unsigned long long)r.completed,
-	       (unsigned long long)r.received,
-	       (unsigned long long)r.verified, r.bytes / 1048576.0);
+	       "verified, %.1f MiB\n", ret ? "FAILED" : "ok", r->secs,
+	       (unsigned long long)r->completed,
+	       (unsigned long long)r->received,
+	       (unsigned long long)r->verified, r->bytes / 1048576.0);
 	printf("soak: lost %llu, duplicated %llu, corrupt %llu, misordered "
-	       "%llu, error completions %llu%s\n", (unsigned long long)r.lost,
-	       (unsigned long long)r.dup, (unsigned long long)r.corrupt,
-	       (unsigned long long)r.misordered,
-	       (unsigned long long)r.bad_status,
-	       r.timed_out ? ", TIMED OUT" : "");
+	       "%llu, error completions %llu%s\n", (unsigned long long)r->lost,
+	       (unsigned long long)r->dup, (unsigned long long)r->corrupt,
+	       (unsigned long long)r->misordered,
+	       (unsigned long long)r->bad_status,
+	       r->timed_out ? ", TIMED OUT" : "");
 	printf("soak: frames %llu, dropped %llu, stranded %llu (rescued "
 	       "%llu), retransmits %llu, seq NAKs %llu, duplicate frames "
 	       "%llu\n",
@@ -130,8 +129,41 @@ int main(int argc, char **argv)
 	       (unsigned long long)(c[0].seq_naks_sent + c[1].seq_naks_sent),
 	       (unsigned long long)(c[0].dup_frames_rcvd +
 				    c[1].dup_frames_rcvd));
-	if (r.msg[0])
-		printf("soak: first problem: %s\n", r.msg);
+	if (r->msg[0])
+		printf("soak: first problem: %s\n", r->msg);
+}
+
+int main(int argc, char **argv)
+{
+	struct soak_opts o;
+	struct u4l_counters c[2];
+	struct tr_result r;
+	struct u4v_ctx *ca, *cb;
+	struct u4v_pd *pa, *pb;
+	char shm[64];
+	int ret;
+
+	if ((ret = parse_args(argc, argv, &o)))
+		return ret;
+	snprintf(shm, sizeof(shm), "/u4v-soak-%d", (int)getpid());
+	if ((ret = make_cable(shm, &o))) {
+		fprintf(stderr, "soak: cable: %s\n", strerror(-ret));
+		return 1;
+	}
+	if ((ret = open_end(shm, 0, &ca, &pa)) ||
+	    (ret = open_end(shm, 1, &cb, &pb))) {
+		fprintf(stderr, "soak: context: %s\n", strerror(ret));
+		u4l_sim_destroy(shm);
+		return 1;
+	}
+	printf("soak: %llu messages, %d QPs, 24..%u B, drop %g, stranded %g, "
+	       "seed %llu\n", (unsigned long long)o.tc.messages, o.tc.nqp,
+	       o.tc.max_len, o.drop, o.stranded,
+	       (unsigned long long)o.tc.seed);
+	fflush(stdout);
+	ret = tr_run(&o.tc, ca, pa, cb, pb, &r);
+	u4l_sim_stat(shm, c);
+	print_result(ret, &r, c);
 	u4v_dealloc_pd(pa);
 	u4v_dealloc_pd(pb);
 	u4v_ctx_close(ca);
