@@ -251,6 +251,20 @@ emit() { # metric value unit
 	printf '%s\n' "${R[suite]},${R[point]},${R[tool]},${R[op]},${R[conn]},${R[size]},${R[qps]},${R[procs]},${R[threads]},${R[mode]},${R[rate]},${R[drop]},${R[stranded]},${R[rep]},$1,$2,$3,$capc,$eff,${R[bytes]},${R[wall]},${R[mcpu]},${R[mcores]},${R[scpu]},${R[ccpu]},${R[retx]},${R[ok]},${R[note]},${R[load1]},$commit,$ncpu,$cpu_model,$kernel,$governor,$perftest_ver,$build_type,$MODE,$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$CSV"
 }
 fail_note() { R[ok]=0; R[note]="${R[note]:+${R[note]} }$1"; FAILS=$((FAILS + 1)); }
+# machine_cpu B0 B1 T0 T1 (cpu_snap, now before and after): R[wall], R[mcpu]
+# (busy CPU-s of the whole machine) and R[mcores] (busy cores on average)
+machine_cpu() {
+	R[wall]=$(fsub "$4" "$3")
+	R[mcpu]=$(awk -v d=$(($2 - $1)) -v hz="$HZ" 'BEGIN{printf "%.3f", d/hz}')
+	R[mcores]=$(awk -v c="${R[mcpu]}" -v w="${R[wall]}" 'BEGIN{printf "%.3f", (w > 0 ? c/w : 0)}')
+}
+# emit_cpu_per_gib BYTES: CPU-s per GiB moved, the machine's and the processes'
+emit_cpu_per_gib() {
+	local gib
+	gib=$(awk -v b="$1" 'BEGIN{print b/2^30}')
+	emit machine_cpu_s_per_gib "$(awk -v c="${R[mcpu]}" -v g="$gib" 'BEGIN{printf "%.4f", c/g}')" s/GiB
+	emit proc_cpu_s_per_gib "$(awk -v a="${R[ccpu]:-0}" -v b="${R[scpu]:-0}" -v g="$gib" 'BEGIN{printf "%.4f", (a+b)/g}')" s/GiB
+}
 
 # --------------------------------------------------------- perftest pairs
 # pt_run NPAIRS TIMEOUT UPOPTS -- TOOL ARGS...
@@ -313,9 +327,7 @@ pt_run() {
 		st=$?
 		[ "$alive" -eq 0 ] && [ "$st" -ne 0 ] && fail_note "server-exit-$st"
 	done
-	R[wall]=$(fsub "$t1" "$t0")
-	R[mcpu]=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN{printf "%.3f", d/hz}')
-	R[mcores]=$(awk -v c="${R[mcpu]}" -v w="${R[wall]}" 'BEGIN{printf "%.3f", (w > 0 ? c/w : 0)}')
+	machine_cpu "$b0" "$b1" "$t0" "$t1"
 	local sc=0 cc=0 v
 	for ((i = 0; i < npairs; i++)); do
 		v=$(proc_cpu "$TMP/$tag-s$i.cpu"); sc=$(awk -v a="$sc" -v b="${v:-0}" 'BEGIN{printf "%.3f", a+b}')
@@ -497,9 +509,7 @@ if want threads; then
 				R[retx]=$(cable_retx)
 				cable_down
 				[ "$st" -eq 0 ] || fail_note "exit-$st"
-				R[wall]=$(fsub "$t1" "$t0")
-				R[mcpu]=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN{printf "%.3f", d/hz}')
-				R[mcores]=$(awk -v c="${R[mcpu]}" -v w="${R[wall]}" 'BEGIN{printf "%.3f", c/w}')
+				machine_cpu "$b0" "$b1" "$t0" "$t1"
 				kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$lg" | head -1; }
 				R[bytes]=$(kv bytes) R[ccpu]=$(kv init_cpu_s) R[scpu]=$(kv target_cpu_s)
 				g=$(kv goodput_gbps)
@@ -524,16 +534,12 @@ if want cpu_cmp; then
 		b0=$(cpu_snap); t0=$(now)
 		timeout -k 3 120 "$TCP_BW" -s 65536 -b "$CMP_BYTES" >"$lg" 2>&1 || fail_note exit
 		t1=$(now); b1=$(cpu_snap)
-		R[wall]=$(fsub "$t1" "$t0")
-		R[mcpu]=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN{printf "%.3f", d/hz}')
-		R[mcores]=$(awk -v c="${R[mcpu]}" -v w="${R[wall]}" 'BEGIN{printf "%.3f", c/w}')
+		machine_cpu "$b0" "$b1" "$t0" "$t1"
 		R[ccpu]=$(sed -n 's/.*sender_cpu_s=\([^ ]*\).*/\1/p' "$lg")
 		R[scpu]=$(sed -n 's/.*receiver_cpu_s=\([^ ]*\).*/\1/p' "$lg")
 		g=$(sed -n 's/.*goodput_gbps=\([^ ]*\).*/\1/p' "$lg")
-		gib=$(awk -v b="$CMP_BYTES" 'BEGIN{print b/2^30}')
 		emit gbps "$g" Gbps
-		emit machine_cpu_s_per_gib "$(awk -v c="${R[mcpu]}" -v g="$gib" 'BEGIN{printf "%.4f", c/g}')" s/GiB
-		emit proc_cpu_s_per_gib "$(awk -v a="${R[ccpu]:-0}" -v b="${R[scpu]:-0}" -v g="$gib" 'BEGIN{printf "%.4f", (a+b)/g}')" s/GiB
+		emit_cpu_per_gib "$CMP_BYTES"
 		printf '  %-34s rep %d: %8s Gb/s  machine %s CPU-s\n' "tcp/65536" "$r" "${g:-FAIL}" "${R[mcpu]}" | tee -a "$out/run.log" >&2
 	done
 	n_cmp=$((CMP_BYTES / 65536))
@@ -548,10 +554,8 @@ if want cpu_cmp; then
 				R[conn]=RC R[size]=65536 R[rate]=$rr R[rep]=$r R[mode]=$m R[bytes]=$CMP_BYTES
 				pt_run 1 120 "--rate $rr" -- "ib_${op}_bw" -F --report_gbits -c RC -s 65536 -n "$n_cmp" "${ev[@]}"
 				[ -n "$PT_BW" ] || fail_note no-result
-				gib=$(awk -v b="$CMP_BYTES" 'BEGIN{print b/2^30}')
 				emit gbps "$PT_BW" Gbps
-				emit machine_cpu_s_per_gib "$(awk -v c="${R[mcpu]}" -v g="$gib" 'BEGIN{printf "%.4f", c/g}')" s/GiB
-				emit proc_cpu_s_per_gib "$(awk -v a="${R[ccpu]:-0}" -v b="${R[scpu]:-0}" -v g="$gib" 'BEGIN{printf "%.4f", (a+b)/g}')" s/GiB
+				emit_cpu_per_gib "$CMP_BYTES"
 				printf '  %-34s rep %d: %8s Gb/s  machine %s CPU-s\n' "$op r=$rr $m" "$r" "${PT_BW:-FAIL}" "${R[mcpu]}" | tee -a "$out/run.log" >&2
 			done
 		done
@@ -569,8 +573,7 @@ if want sw_cost; then
 		b0=$(cpu_snap); t0=$(now)
 		timeout -k 3 120 "$ENGINE_BW" --lat -r 0 -n $((quick ? 5000 : 20000)) >"$lg" 2>&1 || fail_note exit
 		t1=$(now); b1=$(cpu_snap)
-		R[wall]=$(fsub "$t1" "$t0")
-		R[mcpu]=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN{printf "%.3f", d/hz}')
+		machine_cpu "$b0" "$b1" "$t0" "$t1"
 		v=$(sed -n 's/.*rtt_us=\([^ ]*\).*/\1/p' "$lg")
 		[ -n "$v" ] || fail_note no-result
 		emit rtt_us "$v" us
