@@ -6,6 +6,7 @@
 #ifndef U4VT_REL_H
 #define U4VT_REL_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <usb4verbs/engine.h>
@@ -69,6 +70,58 @@ static inline struct u4v_mr *rel_reg(struct u4v_pd *pd, void *buf,
 #define REL_ACC_ALL                                                           \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                   \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+/*
+ * An RC pair and two buffers, each with an MR: the source filled from seed,
+ * the destination 0xee. The source is side a's for WRITE and SEND, side b's
+ * for READ (src_on_b: the memory the responder reads); the remote side's MR
+ * allows everything, the local one local writes.
+ */
+struct rel_env {
+	struct u4vt_pair p;
+	uint8_t *src, *dst;
+	size_t len;
+	struct u4v_mr *ms, *md;
+};
+
+static inline void rel_env_up(struct rel_env *e, const char *tag, size_t len,
+			      uint32_t psn, uint32_t seed, bool src_on_b)
+{
+	struct u4v_pd *local, *remote;
+	struct u4vt_qp_opts o;
+
+	memset(e, 0, sizeof(*e));
+	u4vt_qp_opts_default(&o);
+	o.psn = psn;
+	u4vt_pair_up(&e->p, tag, IBV_QPT_RC, NULL, &o, 0);
+	e->len = len;
+	e->src = u4vt_map(len);
+	e->dst = u4vt_map(len);
+	u4vt_fill(e->src, len, seed);
+	memset(e->dst, 0xee, len);
+	local = e->p.a.pd;
+	remote = e->p.b.pd;
+	e->ms = rel_reg(src_on_b ? remote : local, e->src, len,
+			src_on_b ? REL_ACC_ALL : IBV_ACCESS_LOCAL_WRITE);
+	e->md = rel_reg(src_on_b ? local : remote, e->dst, len,
+			src_on_b ? IBV_ACCESS_LOCAL_WRITE : REL_ACC_ALL);
+}
+
+/* Print the counters, check the QP still works, and take it all down. */
+static inline void rel_env_down(struct rel_env *e)
+{
+	struct u4l_counters c;
+
+	u4l_sim_set_test_hook(NULL, NULL);
+	rel_counters(e->p.shm, &c);
+	rel_print_counters(e->p.shm, &c);
+	assert_int_equal(u4v_qp_state(e->p.qa), IBV_QPS_RTS);
+	assert_int_equal(u4v_dereg_mr(e->ms), 0);
+	assert_int_equal(u4v_dereg_mr(e->md), 0);
+	u4vt_pair_down(&e->p);
+	u4vt_unmap(e->src, e->len);
+	u4vt_unmap(e->dst, e->len);
+}
 
 /* A signaled WR of opcode op over the one SGE s. */
 static inline void rel_wr(struct ibv_send_wr *wr, struct ibv_sge *s,

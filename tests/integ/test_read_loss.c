@@ -157,48 +157,14 @@ static uint32_t resp_sent(uint32_t psn)
 	return hook_count(hk.resp_sent, psn);
 }
 
-/* A pair over an unthrottled cable, a source MR on b, a destination on a. */
-struct rd_env {
-	struct u4vt_pair p;
-	uint8_t *src, *dst;
-	size_t len;
-	struct u4v_mr *ms, *md;
-};
-
-static void env_up(struct rd_env *e, const char *tag, size_t len)
+static void env_up(struct rel_env *e, const char *tag, size_t len)
 {
-	struct u4vt_qp_opts o;
-
-	memset(e, 0, sizeof(*e));
 	hook_reset();
-	u4vt_qp_opts_default(&o);
-	o.psn = psn0;
-	u4vt_pair_up(&e->p, tag, IBV_QPT_RC, NULL, &o, 0);
-	e->len = len;
-	e->src = u4vt_map(len);
-	e->dst = u4vt_map(len);
-	u4vt_fill(e->src, len, 0x5eed);
-	e->ms = rel_reg(e->p.b.pd, e->src, len, REL_ACC_ALL);
-	e->md = rel_reg(e->p.a.pd, e->dst, len, IBV_ACCESS_LOCAL_WRITE);
-}
-
-static void env_down(struct rd_env *e)
-{
-	struct u4l_counters c;
-
-	u4l_sim_set_test_hook(NULL, NULL);
-	rel_counters(e->p.shm, &c);
-	rel_print_counters(e->p.shm, &c);
-	assert_int_equal(u4v_qp_state(e->p.qa), IBV_QPS_RTS);
-	assert_int_equal(u4v_dereg_mr(e->ms), 0);
-	assert_int_equal(u4v_dereg_mr(e->md), 0);
-	u4vt_pair_down(&e->p);
-	u4vt_unmap(e->src, e->len);
-	u4vt_unmap(e->dst, e->len);
+	rel_env_up(e, tag, len, psn0, 0x5eed, true);
 }
 
 /* Post a READ of len bytes at off (both buffers). */
-static void post_read(struct rd_env *e, uint64_t wr_id, size_t off,
+static void post_read(struct rel_env *e, uint64_t wr_id, size_t off,
 		      uint32_t len)
 {
 	memset(e->dst + off, 0xee, len);
@@ -210,7 +176,7 @@ static void post_read(struct rd_env *e, uint64_t wr_id, size_t off,
 }
 
 /* Its completion: in order, successful, the data equal to the source. */
-static void wait_read(struct rd_env *e, uint64_t wr_id, size_t off,
+static void wait_read(struct rel_env *e, uint64_t wr_id, size_t off,
 		      uint32_t len)
 {
 	struct ibv_wc wc = rel_wait1(e->p.a.cq, 10000);
@@ -223,7 +189,7 @@ static void wait_read(struct rd_env *e, uint64_t wr_id, size_t off,
 
 static void test_read_request_lost_alone(void **state)
 {
-	struct rd_env e;
+	struct rel_env e;
 
 	(void)state;
 	env_up(&e, "rqlost", 65536);
@@ -233,13 +199,13 @@ static void test_read_request_lost_alone(void **state)
 	assert_int_equal(hook_left(), 0);
 	assert_true(resp_sent(PSN(0)) >= 1);
 	assert_true(resp_sent(PSN(16)) >= 1);
-	env_down(&e);
+	rel_env_down(&e);
 }
 
 static void test_read_request_lost_nak(void **state)
 {
 	struct u4l_counters c;
-	struct rd_env e;
+	struct rel_env e;
 
 	(void)state;
 	env_up(&e, "rqnak", 65536);
@@ -253,13 +219,13 @@ static void test_read_request_lost_nak(void **state)
 	/* the second request came first: held, and the first NAKed for */
 	assert_true(c.seq_naks_sent >= 1 && c.seq_naks_rcvd >= 1);
 	assert_true(c.ooo_frames >= 1);
-	env_down(&e);
+	rel_env_down(&e);
 }
 
 static void test_read_last_response_lost(void **state)
 {
 	const uint32_t n = 17; /* frames of 64 KiB */
-	struct rd_env e;
+	struct rel_env e;
 	uint32_t k;
 
 	(void)state;
@@ -272,7 +238,7 @@ static void test_read_last_response_lost(void **state)
 	assert_true(resp_sent(PSN(n - 1)) >= 2);
 	for (k = 0; k + 1 < n; k++)
 		assert_true(resp_sent(PSN(k)) >= 1);
-	env_down(&e);
+	rel_env_down(&e);
 }
 
 /*
@@ -284,7 +250,7 @@ static void middle_responses_lost(const char *tag)
 {
 	static const uint32_t lost[] = { 3, 9, 40 };
 	const uint32_t n = 261; /* 1 MiB in 4032-byte frames */
-	struct rd_env e;
+	struct rel_env e;
 	uint32_t k, j, total = 0, asks = 0;
 
 	env_up(&e, tag, 1 << 20);
@@ -324,7 +290,7 @@ static void middle_responses_lost(const char *tag)
 	 */
 	if (hook_count(hk.reqs_sent, PSN(0)) == 1)
 		assert_true(total <= n + asks + 2);
-	env_down(&e);
+	rel_env_down(&e);
 }
 
 static void test_read_middle_responses_lost(void **state)
@@ -345,7 +311,7 @@ static void test_read_middle_responses_lost_wrap(void **state)
 static void test_read_response_dup(void **state)
 {
 	struct u4l_counters c[2];
-	struct rd_env e;
+	struct rel_env e;
 
 	(void)state;
 	env_up(&e, "respdup", 65536);
@@ -360,7 +326,7 @@ static void test_read_response_dup(void **state)
 	assert_int_equal(u4l_sim_stat(e.p.shm, c), 0);
 	assert_int_equal(c[0].fault_dup, 2); /* counted where received */
 	assert_true(c[0].dup_frames_rcvd >= 2);
-	env_down(&e);
+	rel_env_down(&e);
 }
 
 /*
@@ -375,7 +341,7 @@ static bool read_request_dup_once(void)
 {
 	const uint32_t n = 3, len = 3 * 4032;
 	struct u4l_counters c[2];
-	struct rd_env e;
+	struct rel_env e;
 	bool clean;
 
 	env_up(&e, "rqdup", 65536);
@@ -394,7 +360,7 @@ static bool read_request_dup_once(void)
 		hook_count(hk.reqs_sent, PSN(n)) == 1;
 	if (!clean) {
 		fprintf(stderr, "  a probe went out: again\n");
-		env_down(&e);
+		rel_env_down(&e);
 		return false;
 	}
 	/* the replay may still be on its way */
@@ -415,7 +381,7 @@ static bool read_request_dup_once(void)
 	}
 	assert_true(c[1].dup_frames_rcvd >= 1); /* the request, responder */
 	assert_true(c[0].dup_frames_rcvd >= n); /* its responses, requester */
-	env_down(&e);
+	rel_env_down(&e);
 	return true;
 }
 
@@ -429,7 +395,7 @@ static void test_read_request_dup_served_again(void **state)
 }
 
 /* Fetch-add on b's first word; returns what the completion delivered. */
-static uint64_t fadd(struct rd_env *e, uint64_t wr_id, uint64_t add)
+static uint64_t fadd(struct rel_env *e, uint64_t wr_id, uint64_t add)
 {
 	uint64_t *res = (uint64_t *)(e->dst + 65536 - 8 * (1 + wr_id % 8));
 	struct ibv_wc wc;
@@ -463,7 +429,7 @@ static uint64_t ack_orig(uint32_t psn, uint32_t *sent)
 static void test_atomic_request_dup(void **state)
 {
 	uint64_t *target, v;
-	struct rd_env e;
+	struct rel_env e;
 	uint32_t sent;
 
 	(void)state;
@@ -492,7 +458,7 @@ static void test_atomic_request_dup(void **state)
 	assert_true(sent >= 2);
 	assert_true(v == 1007);
 	assert_true(*target == 1021);
-	env_down(&e);
+	rel_env_down(&e);
 }
 
 /*
@@ -503,7 +469,7 @@ static void test_atomic_request_dup(void **state)
 static void test_atomic_response_lost(void **state)
 {
 	uint64_t *target, *res;
-	struct rd_env e;
+	struct rel_env e;
 	struct ibv_wc wc;
 	uint32_t sent;
 
@@ -529,7 +495,7 @@ static void test_atomic_response_lost(void **state)
 	/* the QP goes on */
 	assert_true(fadd(&e, 2, 1) == 4242);
 	assert_true(*target == 4243);
-	env_down(&e);
+	rel_env_down(&e);
 }
 
 int main(void)

@@ -97,48 +97,13 @@ static uint32_t hook_get(const uint32_t *field)
 	return v;
 }
 
-/* A pair over a 20 Gb/s cable; a source MR on a, a destination on b. */
-struct wr_env {
-	struct u4vt_pair p;
-	uint8_t *src, *dst;
-	size_t len;
-	struct u4v_mr *ms, *md;
-};
-
-static void env_up(struct wr_env *e, const char *tag, size_t len)
+static void env_up(struct rel_env *e, const char *tag, size_t len)
 {
-	struct u4vt_qp_opts o;
-
-	memset(e, 0, sizeof(*e));
-	u4vt_qp_opts_default(&o);
-	o.psn = psn0;
-	u4vt_pair_up(&e->p, tag, IBV_QPT_RC, NULL, &o, 0);
-	e->len = len;
-	e->src = u4vt_map(len);
-	e->dst = u4vt_map(len);
-	u4vt_fill(e->src, len, 0x10ad);
-	memset(e->dst, 0xee, len);
-	e->ms = rel_reg(e->p.a.pd, e->src, len, IBV_ACCESS_LOCAL_WRITE);
-	e->md = rel_reg(e->p.b.pd, e->dst, len, REL_ACC_ALL);
+	rel_env_up(e, tag, len, psn0, 0x10ad, false);
 	u4l_sim_set_test_hook(hook, NULL);
 }
 
-static void env_down(struct wr_env *e)
-{
-	struct u4l_counters c;
-
-	u4l_sim_set_test_hook(NULL, NULL);
-	rel_counters(e->p.shm, &c);
-	rel_print_counters(e->p.shm, &c);
-	assert_int_equal(u4v_qp_state(e->p.qa), IBV_QPS_RTS);
-	assert_int_equal(u4v_dereg_mr(e->ms), 0);
-	assert_int_equal(u4v_dereg_mr(e->md), 0);
-	u4vt_pair_down(&e->p);
-	u4vt_unmap(e->src, e->len);
-	u4vt_unmap(e->dst, e->len);
-}
-
-static void post_write(struct wr_env *e, uint64_t wr_id, size_t off,
+static void post_write(struct rel_env *e, uint64_t wr_id, size_t off,
 		       uint32_t len)
 {
 	assert_int_equal(rel_post(e->p.qa, IBV_WR_RDMA_WRITE, wr_id,
@@ -149,7 +114,7 @@ static void post_write(struct wr_env *e, uint64_t wr_id, size_t off,
 }
 
 /* n WRITEs of len bytes from 0 complete in order, their data intact. */
-static void wait_writes(struct wr_env *e, uint32_t n, uint32_t len)
+static void wait_writes(struct rel_env *e, uint32_t n, uint32_t len)
 {
 	uint32_t i;
 
@@ -166,7 +131,7 @@ static void wait_writes(struct wr_env *e, uint32_t n, uint32_t len)
 }
 
 /* Are bytes [off, off + len) of the destination those of the source? */
-static bool arrived(const struct wr_env *e, size_t off, size_t len)
+static bool arrived(const struct rel_env *e, size_t off, size_t len)
 {
 	return !memcmp(e->dst + off, e->src + off, len);
 }
@@ -175,7 +140,7 @@ static void test_write_placed_past_hole(void **state)
 {
 	const uint32_t nmsg = 4, nf = u4f_nframes(MSG);
 	const size_t last_off = (size_t)(nf - 1) * U4W_GRANULE;
-	struct wr_env e;
+	struct rel_env e;
 	struct ibv_wc wc;
 	uint32_t m;
 	int i;
@@ -206,7 +171,7 @@ static void test_write_placed_past_hole(void **state)
 	hk.hold = false;
 	pthread_mutex_unlock(&hk.lock);
 	wait_writes(&e, nmsg, MSG);
-	env_down(&e);
+	rel_env_down(&e);
 }
 
 /*
@@ -217,7 +182,7 @@ static void test_write_placed_past_hole(void **state)
 static void hole_asked_again(const char *tag, uint32_t naks_to_lose)
 {
 	const uint32_t len = 8 * U4W_GRANULE;
-	struct wr_env e;
+	struct rel_env e;
 
 	env_up(&e, tag, len);
 	hook_set(PSN(1), false, 2, naks_to_lose);
@@ -226,7 +191,7 @@ static void hole_asked_again(const char *tag, uint32_t naks_to_lose)
 	assert_true(hook_get(&hk.naks) >= 2);
 	assert_int_equal(hook_get(&hk.naks_to_lose), 0);
 	assert_true(hook_get(&hk.copies) >= 2);
-	env_down(&e);
+	rel_env_down(&e);
 }
 
 static void test_write_nak_lost(void **state)

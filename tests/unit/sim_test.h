@@ -139,4 +139,21 @@ static inline void stat_of(const char *n, struct u4l_counters c[2])
 	assert_int_equal(u4l_sim_stat(n, c), 0);
 }
 
+/* A frame of c taken and given back 50 ms after the thread starts. */
+struct releaser {
+	struct u4l_dev *d;
+	struct u4l_chan *c;
+};
+
+static inline void *release_fn(void *p)
+{
+	struct releaser *r = p;
+	struct u4l_rx_frame f;
+
+	usleep(50000);
+	if (r->d->ops->rx_peek(r->c, &f) == 1)
+		r->d->ops->rx_release(r->c);
+	return NULL;
+}
+
 #endif

@@ -65,22 +65,6 @@ static void test_bound_limits_queue(void **state)
 	b->ops->close(b);
 }
 
-struct releaser {
-	struct u4l_dev *d;
-	struct u4l_chan *c;
-};
-
-static void *release_one(void *p)
-{
-	struct releaser *r = p;
-	struct u4l_rx_frame f;
-
-	usleep(50000);
-	if (r->d->ops->rx_peek(r->c, &f) == 1)
-		r->d->ops->rx_release(r->c);
-	return NULL;
-}
-
 /* A sender held by the bound sleeps until a slot under it frees. */
 static void test_bound_wait(void **state)
 {
@@ -96,7 +80,7 @@ static void test_bound_wait(void **state)
 	a->ops->tx_bound(ca, 4);
 	assert_int_equal(fill(a, ca, 0), 20);
 	r = (struct releaser){ .d = b, .c = cb };
-	assert_int_equal(pthread_create(&th, NULL, release_one, &r), 0);
+	assert_int_equal(pthread_create(&th, NULL, release_fn, &r), 0);
 	t0 = u4l_now_ns();
 	a->ops->wait(a, t0 + 5000000000ull, 0);
 	el = u4l_now_ns() - t0;

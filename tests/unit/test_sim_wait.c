@@ -138,22 +138,6 @@ static void test_rx_covered(void **state)
 	b->ops->close(b);
 }
 
-struct releaser {
-	struct u4l_dev *d;
-	struct u4l_chan *c;
-};
-
-static void *release_fn(void *p)
-{
-	struct releaser *r = p;
-	struct u4l_rx_frame f;
-
-	usleep(50000);
-	if (r->d->ops->rx_peek(r->c, &f) == 1)
-		r->d->ops->rx_release(r->c);
-	return NULL;
-}
-
 /*
  * TX slots are reaped lazily, so a ring nobody waits on can look full: that
  * does not end a sleep. A sender that found no slot is woken when one
