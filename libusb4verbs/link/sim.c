@@ -73,7 +73,7 @@ static void sim_close(struct u4l_dev *d)
 			sim_ctx_free_locked(&dev->m, dev->id);
 		sim_unlock(s);
 	}
-	for (uint32_t i = 0; i < U4L_MAX_CTX; i++)
+	for (uint32_t i = 0; i < SIM_HANDLES; i++)
 		if (dev->handles[i])
 			handle_free(dev->handles[i]);
 	while (dev->graveyard) {
@@ -111,10 +111,10 @@ static struct sim_chan_h *handle_new(struct sim_dev *dev, uint32_t idx)
 	uint32_t gs = __atomic_load_n(&e->gs, __ATOMIC_ACQUIRE);
 	uint32_t a = SIM_ONCE(e->ctx[0]), b = SIM_ONCE(e->ctx[1]);
 	uint32_t end0 = SIM_ONCE(e->end[0]) & 1, end1 = SIM_ONCE(e->end[1]) & 1;
-	uint32_t me = dev->id;
+	uint32_t lane = SIM_ONCE(e->lane), me = dev->id;
 
 	if (!(gs & SIM_CHAN_ACTIVE) || a >= U4L_MAX_CTX || b >= U4L_MAX_CTX ||
-	    (a != me && b != me))
+	    (a != me && b != me) || lane >= U4L_MAX_LANES)
 		return NULL;
 	struct sim_chan_h *h = calloc(1, sizeof(*h));
 	if (!h)
@@ -138,6 +138,7 @@ static struct sim_chan_h *handle_new(struct sim_dev *dev, uint32_t idx)
 	h->txd = a == me ? 0 : 1;
 	h->rxd = h->self ? 0 : h->txd ^ 1;
 	h->remote = a == me ? b : a;
+	h->lane = lane;
 	h->rcv_ctx[0] = b;
 	h->rcv_ctx[1] = a;
 	h->snd_end[0] = end0;
@@ -160,17 +161,18 @@ static struct sim_chan_h *handle_new(struct sim_dev *dev, uint32_t idx)
 	return h;
 }
 
-static void handle_retire(struct sim_dev *dev, uint32_t remote)
+static void handle_retire(struct sim_dev *dev, uint32_t ix)
 {
-	struct sim_chan_h *h = dev->handles[remote];
+	struct sim_chan_h *h = dev->handles[ix];
 
-	__atomic_store_n(&dev->handles[remote], NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&dev->handles[ix], NULL, __ATOMIC_RELEASE);
 	/* Other threads may still hold it: freed at close. */
 	h->next_dead = dev->graveyard;
 	dev->graveyard = h;
 }
 
-static int find_chan_locked(struct sim_dev *dev, uint32_t x, uint32_t y)
+static int find_chan_locked(struct sim_dev *dev, uint32_t x, uint32_t y,
+			    uint32_t lane)
 {
 	struct sim_seg *s = dev->seg;
 
@@ -178,7 +180,8 @@ static int find_chan_locked(struct sim_dev *dev, uint32_t x, uint32_t y)
 		struct sim_chan_ent *e = &s->chans[i];
 		uint32_t a = SIM_ONCE(e->ctx[0]), b = SIM_ONCE(e->ctx[1]);
 
-		if (!(SIM_ONCE(e->gs) & SIM_CHAN_ACTIVE) || SIM_ONCE(e->orphan))
+		if (!(SIM_ONCE(e->gs) & SIM_CHAN_ACTIVE) ||
+		    SIM_ONCE(e->orphan) || SIM_ONCE(e->lane) != lane)
 			continue;
 		if ((a == x && b == y) || (a == y && b == x))
 			return (int)i;
@@ -186,8 +189,9 @@ static int find_chan_locked(struct sim_dev *dev, uint32_t x, uint32_t y)
 	return -1;
 }
 
-/* Create channel (me -> remote) (segment lock held). */
-static int chan_create_locked(struct sim_dev *dev, uint32_t remote)
+/* Create lane `lane` of the channels me -> remote (segment lock held). */
+static int chan_create_locked(struct sim_dev *dev, uint32_t remote,
+			      uint32_t lane)
 {
 	const struct sim_geom *g = &dev->m.g;
 	struct sim_seg *s = dev->seg;
@@ -195,6 +199,8 @@ static int chan_create_locked(struct sim_dev *dev, uint32_t remote)
 	uint32_t remote_end = SIM_ONCE(s->ctx[remote].end) & 1;
 	bool loop = remote_end == dev->base.end;
 
+	if (loop && lane)
+		return -EOPNOTSUPP; /* no wire model: another lane is no faster */
 	if (loop) {
 		if (SIM_ONCE(s->loop_used) >= SIM_LOOP_CHANNELS)
 			return -ENOSPC;
@@ -228,6 +234,7 @@ static int chan_create_locked(struct sim_dev *dev, uint32_t remote)
 	e->end[0] = (uint8_t)dev->base.end;
 	e->end[1] = (uint8_t)remote_end;
 	e->loop = loop;
+	e->lane = (uint8_t)lane;
 	e->orphan = 0;
 	__atomic_store_n(&e->accept_pending, remote != me, __ATOMIC_RELAXED);
 	uint32_t gs = SIM_ONCE(e->gs);
@@ -245,25 +252,23 @@ static int chan_create_locked(struct sim_dev *dev, uint32_t remote)
 	return idx;
 }
 
-static int sim_chan_get(struct u4l_dev *d, uint32_t remote,
-			struct u4l_chan **out)
+static int chan_lookup(struct sim_dev *dev, uint32_t remote, uint32_t lane,
+		       struct u4l_chan **out)
 {
-	struct sim_dev *dev = to_dev(d);
 	struct sim_seg *s = dev->seg;
+	uint32_t ix = sim_handle_ix(remote, lane);
 	struct sim_chan_h *h;
 	int rc, idx;
 
-	if (remote >= U4L_MAX_CTX || !out)
-		return -EHOSTUNREACH;
 	pthread_mutex_lock(&dev->lock);
-	h = dev->handles[remote];
+	h = dev->handles[ix];
 	if (h && !sim_chan_tx_dead(h)) {
 		*out = (struct u4l_chan *)h;
 		pthread_mutex_unlock(&dev->lock);
 		return 0;
 	}
 	if (h)
-		handle_retire(dev, remote);
+		handle_retire(dev, ix);
 	rc = sim_lock(s);
 	if (rc)
 		goto out;
@@ -272,9 +277,9 @@ static int sim_chan_get(struct u4l_dev *d, uint32_t remote,
 		rc = -EHOSTUNREACH;
 		goto out_seg;
 	}
-	idx = find_chan_locked(dev, dev->id, remote);
+	idx = find_chan_locked(dev, dev->id, remote, lane);
 	if (idx < 0) {
-		idx = chan_create_locked(dev, remote);
+		idx = chan_create_locked(dev, remote, lane);
 		if (idx < 0) {
 			rc = idx;
 			goto out_seg;
@@ -289,7 +294,7 @@ static int sim_chan_get(struct u4l_dev *d, uint32_t remote,
 		rc = -ENOMEM;
 		goto out_seg;
 	}
-	__atomic_store_n(&dev->handles[remote], h, __ATOMIC_RELEASE);
+	__atomic_store_n(&dev->handles[ix], h, __ATOMIC_RELEASE);
 	*out = (struct u4l_chan *)h;
 	rc = 0;
 out_seg:
@@ -297,6 +302,24 @@ out_seg:
 out:
 	pthread_mutex_unlock(&dev->lock);
 	return rc;
+}
+
+static int sim_chan_get(struct u4l_dev *d, uint32_t remote,
+			struct u4l_chan **out)
+{
+	if (remote >= U4L_MAX_CTX || !out)
+		return -EHOSTUNREACH;
+	return chan_lookup(to_dev(d), remote, 0, out);
+}
+
+static int sim_chan_get_lane(struct u4l_dev *d, uint32_t remote,
+			     uint32_t lane, struct u4l_chan **out)
+{
+	if (remote >= U4L_MAX_CTX || !out)
+		return -EHOSTUNREACH;
+	if (!lane || lane >= U4L_MAX_LANES)
+		return -EINVAL;
+	return chan_lookup(to_dev(d), remote, lane, out);
 }
 
 static struct u4l_chan *sim_chan_accept(struct u4l_dev *d)
@@ -313,21 +336,22 @@ static struct u4l_chan *sim_chan_accept(struct u4l_dev *d)
 	for (uint32_t i = 0; i < dev->m.g.nslots && !h; i++) {
 		struct sim_chan_ent *e = &s->chans[i];
 		uint32_t one = 1;
-		uint32_t remote = SIM_ONCE(e->ctx[0]);
+		uint32_t remote = SIM_ONCE(e->ctx[0]), lane = SIM_ONCE(e->lane);
 		if (!(__atomic_load_n(&e->gs, __ATOMIC_ACQUIRE) &
 		      SIM_CHAN_ACTIVE) ||
 		    SIM_ONCE(e->ctx[1]) != me || remote == me ||
-		    remote >= U4L_MAX_CTX)
+		    remote >= U4L_MAX_CTX || lane >= U4L_MAX_LANES)
 			continue;
 		if (!__atomic_compare_exchange_n(&e->accept_pending, &one, 0,
 						 false, __ATOMIC_ACQ_REL,
 						 __ATOMIC_RELAXED))
 			continue;
-		struct sim_chan_h *old = dev->handles[remote];
+		uint32_t ix = sim_handle_ix(remote, lane);
+		struct sim_chan_h *old = dev->handles[ix];
 		if (old && !sim_chan_dead(old) && old->idx == i)
 			continue; /* already known through chan_get() */
 		h = handle_new(dev, i);
-		if (!h || h->remote != remote) {
+		if (!h || h->remote != remote || h->lane != lane) {
 			/* ENOMEM, freed or rewritten since: report it later */
 			if (h)
 				handle_free(h);
@@ -337,8 +361,8 @@ static struct u4l_chan *sim_chan_accept(struct u4l_dev *d)
 			break;
 		}
 		if (old)
-			handle_retire(dev, remote);
-		__atomic_store_n(&dev->handles[remote], h, __ATOMIC_RELEASE);
+			handle_retire(dev, ix);
+		__atomic_store_n(&dev->handles[ix], h, __ATOMIC_RELEASE);
 	}
 	/* Seen all of generation g unless another channel is still pending. */
 	bool more = false;
@@ -358,6 +382,11 @@ static struct u4l_chan *sim_chan_accept(struct u4l_dev *d)
 static uint32_t sim_chan_remote(struct u4l_chan *chan)
 {
 	return ((struct sim_chan_h *)chan)->remote;
+}
+
+static uint32_t sim_chan_lane(struct u4l_chan *chan)
+{
+	return ((struct sim_chan_h *)chan)->lane;
 }
 
 /*
@@ -384,7 +413,7 @@ static void sim_wait(struct u4l_dev *d, uint64_t deadline_ns, uint32_t flags)
 	    __atomic_load_n(&x->accept_gen, __ATOMIC_ACQUIRE) !=
 		__atomic_load_n(&dev->accept_seen, __ATOMIC_RELAXED))
 		ready = true;
-	for (uint32_t i = 0; i < U4L_MAX_CTX && !ready; i++) {
+	for (uint32_t i = 0; i < SIM_HANDLES && !ready; i++) {
 		struct sim_chan_h *h =
 		    __atomic_load_n(&dev->handles[i], __ATOMIC_ACQUIRE);
 		if (h && sim_chan_ready(h, now, &next))
@@ -417,7 +446,7 @@ static void sim_rx_covered(struct u4l_dev *d, bool on)
 		return;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	now = u4l_now_ns();
-	for (uint32_t i = 0; i < U4L_MAX_CTX; i++) {
+	for (uint32_t i = 0; i < SIM_HANDLES; i++) {
 		struct sim_chan_h *h =
 		    __atomic_load_n(&dev->handles[i], __ATOMIC_ACQUIRE);
 
@@ -455,6 +484,13 @@ static uint64_t sim_wire_rate(struct u4l_dev *d)
 	       8;
 }
 
+static uint64_t sim_ring_rate(struct u4l_dev *d)
+{
+	return __atomic_load_n(&to_dev(d)->seg->cfg.ring_rate_bps,
+			       __ATOMIC_RELAXED) /
+	       8;
+}
+
 static const struct u4l_ops sim_ops = {
     .name = "sim",
     .close = sim_close,
@@ -463,6 +499,8 @@ static const struct u4l_ops sim_ops = {
     .chan_get = sim_chan_get,
     .chan_accept = sim_chan_accept,
     .chan_remote = sim_chan_remote,
+    .chan_get_lane = sim_chan_get_lane,
+    .chan_lane = sim_chan_lane,
     .chan_dead = sim_chan_gone,
     .tx_slot = sim_tx_slot,
     .tx_post = sim_tx_post,
@@ -476,6 +514,7 @@ static const struct u4l_ops sim_ops = {
     .rx_covered = sim_rx_covered,
     .counters = sim_counters,
     .wire_rate = sim_wire_rate,
+    .ring_rate = sim_ring_rate,
 };
 
 int u4l_sim_open(const char *shm_name, uint32_t end, struct u4l_dev **out)

@@ -40,7 +40,8 @@
 #include <usb4verbs/sim.h>
 
 #define SIM_MAGIC 0x31304d49534c3455ull /* "U4LSIM01" little endian */
-#define SIM_VERSION 2u /* 2: the control-plane lock is a tid, not a mutex */
+/* 2: the control-plane lock is a tid, not a mutex; 3: ring rate, lanes */
+#define SIM_VERSION 3u
 #define SIM_PAGE 4096u
 #define SIM_CL 64
 #define SIM_LOOP_CHANNELS 64u  /* loopback channel slots per cable */
@@ -136,7 +137,8 @@ struct sim_chan_ent {
 	 * when the survivor leaves too.
 	 */
 	uint8_t orphan;
-	uint8_t pad[2];
+	uint8_t lane; /* which ring pair between ctx[0] and ctx[1] */
+	uint8_t pad;
 };
 
 #define SIM_NSLOTS_MAX (SIM_MAX_CHANNELS + SIM_LOOP_CHANNELS)
@@ -181,7 +183,8 @@ struct sim_dir_ctl {
 	uint32_t held_w;   /* descriptor word (length, pdf, flags) */
 	uint32_t held_mflags;
 	uint64_t held_arrival;
-	uint8_t pad1[SIM_CL - 40];
+	uint64_t ring_free_at; /* the ring is free again (ring rate) */
+	uint8_t pad1[SIM_CL - 48];
 	uint32_t need; /* someone wants the engine to run again */
 	uint8_t pad2[SIM_CL - 4];
 	uint32_t backlog; /* frames wait for RX slots: receiver should pump */
@@ -225,6 +228,7 @@ struct sim_snap {
 	uint32_t e2e;
 	uint32_t any_fault[2];
 	uint64_t rate_bps;
+	uint64_t ring_rate_bps;
 	struct u4l_sim_faults faults[2];
 };
 void sim_snap_refresh(struct sim_seg *s, struct sim_snap *snap);
@@ -246,7 +250,7 @@ struct sim_chan_h {
 	struct sim_dev *dev;
 	struct sim_chan *c;
 	struct sim_chan_ent *ent;
-	uint32_t idx, gs, remote, txd, rxd;
+	uint32_t idx, gs, remote, lane, txd, rxd;
 	uint32_t rcv_ctx[2], snd_end[2], rcv_end[2]; /* by direction */
 	uint32_t depth, mask;
 	bool loop, self;
@@ -267,6 +271,13 @@ struct sim_chan_h {
 	struct sim_chan_h *next_dead;
 };
 
+/* Where the handle of lane `lane` to context `remote` is kept. */
+static inline uint32_t sim_handle_ix(uint32_t remote, uint32_t lane)
+{
+	return lane * U4L_MAX_CTX + remote;
+}
+#define SIM_HANDLES (U4L_MAX_LANES * U4L_MAX_CTX)
+
 struct sim_dev {
 	struct u4l_dev base;
 	struct sim_map m;
@@ -274,8 +285,8 @@ struct sim_dev {
 	uint32_t id;
 	uint32_t gen;	      /* sim_ctx_slot.gen of our attachment */
 	pthread_mutex_t lock; /* chan_get / chan_accept / handle table */
-	struct sim_chan_h
-	    *handles[U4L_MAX_CTX];    /* by remote ctx; atomic loads */
+	/* by remote ctx and lane (sim_handle()); atomic loads */
+	struct sim_chan_h *handles[U4L_MAX_LANES * U4L_MAX_CTX];
 	struct sim_chan_h *graveyard; /* dead handles, freed at close */
 	uint32_t accept_seen;
 	uint32_t kicked;

@@ -325,10 +325,33 @@ struct engine_run {
 	const struct u4l_sim_faults *f;
 	uint32_t mask, se, run, fill, prod, moved;
 	bool loop, e2e, faults;
-	uint64_t rate, lat, now;
+	uint64_t rate, ring_rate, lat, now;
+	uint64_t ring_free; /* this direction's ring is free again */
 	struct held hd;
 	struct run_acc acc;
 };
+
+/*
+ * When a frame of len bytes leaves: as the wire allows, and with a ring
+ * rate no sooner than this ring can move it. The wire is reserved at its
+ * own rate whatever the ring's pace, so that frames of other rings depart
+ * in between (a ring-bound channel leaves the rest of the wire to others).
+ */
+static uint64_t depart(struct engine_run *e, uint32_t len)
+{
+	uint64_t dep =
+	    e->rate ? wire_reserve(e->s, e->se, e->now, len, e->rate) : e->now;
+
+	if (e->ring_rate) {
+		uint64_t start = e->ring_free > e->now ? e->ring_free : e->now;
+
+		e->ring_free =
+		    start + (uint64_t)len * 8000000000ull / e->ring_rate;
+		if (e->ring_free > dep)
+			dep = e->ring_free;
+	}
+	return dep;
+}
 
 /* What happens to one frame on the wire. */
 struct frame_fate {
@@ -441,8 +464,7 @@ static bool move_frame(struct engine_run *e, uint32_t i)
 	bool have = rx_slot(r, j, e->e2e);
 	if (!have && e->e2e)
 		return false;
-	uint64_t dep =
-	    e->rate ? wire_reserve(e->s, e->se, e->now, len, e->rate) : e->now;
+	uint64_t dep = depart(e, len);
 	uint64_t arr = dep + e->lat;
 	const uint8_t *src = r->tx_pool + (size_t)i * U4L_FRAME_MAX;
 	struct frame_fate ff = fate_of(e, src, len, pdf);
@@ -483,6 +505,7 @@ static void engine_begin(struct engine_run *e, struct sim_chan_h *h, uint32_t d,
 	e->e2e = e->loop || snap->e2e; /* software loopback never overflows */
 	e->faults = !e->loop && snap->any_fault[e->se];
 	e->rate = e->loop ? 0 : snap->rate_bps;
+	e->ring_rate = e->loop ? 0 : snap->ring_rate_bps;
 	e->lat = e->loop ? 0 : snap->latency_ns;
 	e->f = &snap->faults[e->se];
 	e->prod = __atomic_load_n(&ctl->tx_prod, __ATOMIC_ACQUIRE);
@@ -495,6 +518,9 @@ static void engine_begin(struct engine_run *e, struct sim_chan_h *h, uint32_t d,
 	if (e->prod - e->moved > h->depth)
 		e->moved = e->prod;
 	e->now = now_ns();
+	e->ring_free = SIM_ONCE(ctl->ring_free_at);
+	if (e->ring_free > e->now + SIM_FUTURE_MAX_NS) /* corrupted */
+		e->ring_free = e->now;
 }
 
 /* Write the direction's state back, count, and wake whoever waits. */
@@ -508,6 +534,7 @@ static void engine_end(struct engine_run *e, struct sim_chan_h *h, uint32_t d,
 	held_store(ctl, &e->hd);
 	ctl->tx_moved = e->moved;
 	ctl->rx_fill = e->fill;
+	ctl->ring_free_at = e->ring_free;
 
 	if (!e->loop)
 		count_run(e->s, e->se, h->rcv_end[d], &e->acc);

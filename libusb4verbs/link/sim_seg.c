@@ -341,6 +341,7 @@ int u4l_sim_reconfigure(const char *shm_name, const struct u4l_sim_config *cfg)
 		__atomic_store_n(&s->cfg_seq, seq, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 		s->cfg.rate_bps = cfg->rate_bps;
+		s->cfg.ring_rate_bps = cfg->ring_rate_bps;
 		s->cfg.latency_ns = cfg->latency_ns;
 		s->cfg.e2e = !!cfg->e2e;
 		memcpy(s->cfg.faults, cfg->faults, sizeof(s->cfg.faults));
@@ -414,6 +415,7 @@ void sim_snap_refresh(struct sim_seg *s, struct sim_snap *snap)
 		return;
 	read_cfg(s, &c, &seq); /* a private copy: checked here */
 	snap->rate_bps = c.rate_bps;
+	snap->ring_rate_bps = c.ring_rate_bps;
 	snap->latency_ns = c.latency_ns;
 	snap->e2e = !!c.e2e;
 	for (int e = 0; e < 2; e++) {

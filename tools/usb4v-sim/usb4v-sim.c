@@ -55,6 +55,7 @@ static void usage(FILE *f)
 		"\n"
 		"Live options (up and set):\n"
 		"  --rate GBITS        line rate per direction in Gbit/s (default 20, 0 = unthrottled)\n"
+		"  --ring-rate GBITS   what one ring pair moves per direction (default 0 = as the wire)\n"
 		"  --latency USEC      one-way latency in microseconds (default 1)\n"
 		"  --drop P            probability a frame is lost\n"
 		"  --dup P             probability a frame is delivered twice\n"
@@ -104,6 +105,7 @@ __attribute__((format(printf, 2, 3), noreturn)) void fail(int code, const char *
 enum opt_id {
 	O_NAME,
 	O_RATE,
+	O_RING_RATE,
 	O_LATENCY,
 	O_DROP,
 	O_DUP,
@@ -121,6 +123,7 @@ enum opt_id {
 
 static const char *const opt_names[O_COUNT] = {
 	[O_NAME] = "name",	   [O_RATE] = "rate",
+	[O_RING_RATE] = "ring-rate",
 	[O_LATENCY] = "latency",   [O_DROP] = "drop",
 	[O_DUP] = "dup",	   [O_REORDER] = "reorder",
 	[O_CRC] = "crc",	   [O_STRANDED] = "stranded",
@@ -131,8 +134,8 @@ static const char *const opt_names[O_COUNT] = {
 
 #define M(o) (1u << (o))
 #define LIVE_OPTS                                                              \
-	(M(O_RATE) | M(O_LATENCY) | M(O_DROP) | M(O_DUP) | M(O_REORDER) |      \
-	 M(O_CRC) | M(O_STRANDED) | M(O_ACK_DROP))
+	(M(O_RATE) | M(O_RING_RATE) | M(O_LATENCY) | M(O_DROP) | M(O_DUP) |  \
+	 M(O_REORDER) | M(O_CRC) | M(O_STRANDED) | M(O_ACK_DROP))
 #define CREATE_OPTS (M(O_E2E) | M(O_RING_DEPTH) | M(O_CHANNELS) | M(O_SEED))
 
 struct opts {
@@ -259,6 +262,11 @@ static void apply_opts(const struct opts *o, struct u4l_sim_config *cfg)
 		double g = parse_double("rate", o->val[O_RATE], 0, 1e6,
 					"the rate in Gbit/s");
 		cfg->rate_bps = (uint64_t)llround(g * 1e9);
+	}
+	if (o->given & M(O_RING_RATE)) {
+		double g = parse_double("ring-rate", o->val[O_RING_RATE], 0,
+					1e6, "the ring rate in Gbit/s");
+		cfg->ring_rate_bps = (uint64_t)llround(g * 1e9);
 	}
 	if (o->given & M(O_LATENCY)) {
 		double us = parse_double("latency", o->val[O_LATENCY], 0,
@@ -477,8 +485,8 @@ static int cmd_set(int argc, char **argv)
 	parse_opts("set", argc, argv, 2, M(O_NAME) | LIVE_OPTS, false, &o);
 	name = opt_name_value(&o);
 	if (!(o.given & LIVE_OPTS))
-		misuse("set: nothing to change (give --rate, --latency or a "
-		       "fault option)");
+		misuse("set: nothing to change (give --rate, --ring-rate, "
+		       "--latency or a fault option)");
 	resolve_state(&st);
 	need_cable(&st, name, &info);
 	need_segment(&info, &cfg);
@@ -505,6 +513,7 @@ static const struct {
 	C(stranded_rescues), C(rnr_naks_sent),	 C(rnr_naks_rcvd),
 	C(seq_naks_sent),    C(seq_naks_rcvd),	 C(dup_frames_rcvd),
 	C(crc_discards),     C(bad_frames),	 C(ooo_frames),
+	C(lanes_opened),     C(lanes_short),	 C(lane_waits),
 #undef C
 };
 _Static_assert(sizeof(counter_fields) / sizeof(counter_fields[0]) ==
@@ -519,6 +528,12 @@ static void print_config(const struct u4l_sim_config *cfg)
 		       (double)cfg->rate_bps / 1e9);
 	else
 		printf("  rate             unthrottled\n");
+	if (cfg->ring_rate_bps)
+		printf("  ring_rate        %g Gbit/s per ring pair and "
+		       "direction\n",
+		       (double)cfg->ring_rate_bps / 1e9);
+	else
+		printf("  ring_rate        as the wire\n");
 	printf("  latency          %g us\n", cfg->latency_ns / 1000.0);
 	printf("  ring_depth       %u\n", cfg->ring_depth);
 	printf("  channels         %u\n", cfg->max_channels);

@@ -6,8 +6,11 @@
  * A channel joins two contexts: one TX ring and one RX ring on each side,
  * rings of NHI-style 16-byte descriptors over 4 KiB frames. Channels are made
  * lazily (u4l_chan_get) and shared by every QP of a context that talks to the
- * same remote context. The backend (sim: shared memory; nhi: rings mapped
- * from the kernel shim) is invisible above this header.
+ * same remote context. Where one ring pair moves less than the wire, two
+ * contexts may join with several channels, their lanes (chan_get_lane);
+ * the engine stripes over them and restores the order. The backend (sim:
+ * shared memory; nhi: rings mapped from the kernel shim) is invisible above
+ * this header.
  *
  * Threading: TX of one channel must be serialised by the caller (engine TX
  * lock), RX of one channel likewise (engine RX lock). TX and RX of the same
@@ -24,6 +27,7 @@
 /* The kernel shim's ABI fixes both; every backend keeps to them. */
 #define U4L_FRAME_MAX U4V_FRAME_SIZE /* one NHI frame buffer; no s/g */
 #define U4L_MAX_CTX U4V_MAX_CTX	     /* contexts per cable, both ends */
+#define U4L_MAX_LANES 4u /* channels (ring pairs) between two contexts */
 
 /* Frame kinds carried in the descriptor's PDF field (like thunderbolt-net). */
 enum u4l_pdf {
@@ -78,6 +82,9 @@ struct u4l_counters {
 	uint64_t crc_discards;	  /* CRC-flagged frames discarded */
 	uint64_t bad_frames;	  /* frames failing header validation */
 	uint64_t ooo_frames;	  /* frames held for reordering */
+	uint64_t lanes_opened;	  /* lanes past the first one taken */
+	uint64_t lanes_short;	  /* a lane the ring rate wanted, not had */
+	uint64_t lane_waits;	  /* RX waited for a frame of another lane */
 };
 
 /* Add n to a counter that other threads and processes read (the link's and
@@ -111,6 +118,17 @@ struct u4l_ops {
 	/* Channels created by peers that this context has not seen yet. */
 	struct u4l_chan *(*chan_accept)(struct u4l_dev *dev);
 	uint32_t (*chan_remote)(struct u4l_chan *chan);
+	/*
+	 * Optional (without it a context pair has one lane). Find or create
+	 * lane `lane` (1 .. U4L_MAX_LANES - 1) of the channels to remote_ctx:
+	 * a ring pair of its own, in the channel budget. Errors as chan_get;
+	 * EOPNOTSUPP where another ring pair would not be faster (a loopback
+	 * channel). chan_accept reports lanes the peer made, as channels.
+	 */
+	int (*chan_get_lane)(struct u4l_dev *dev, uint32_t remote_ctx,
+			     uint32_t lane, struct u4l_chan **chan);
+	/* Optional: which lane a channel is (0 without chan_get_lane). */
+	uint32_t (*chan_lane)(struct u4l_chan *chan);
 
 	/* TX: buffer of the next free slot, or NULL when the ring is full. */
 	void *(*tx_slot)(struct u4l_chan *chan);
@@ -156,6 +174,11 @@ struct u4l_ops {
 	struct u4l_counters *(*counters)(struct u4l_dev *dev);
 	/* Payload bytes per second of the wire per direction; 0 = unthrottled. */
 	uint64_t (*wire_rate)(struct u4l_dev *dev);
+	/*
+	 * Optional: bytes per second one ring pair moves per direction; 0 (or
+	 * no op) = what the wire carries.
+	 */
+	uint64_t (*ring_rate)(struct u4l_dev *dev);
 };
 
 /* Every backend's device starts with this. */

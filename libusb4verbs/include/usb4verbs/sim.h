@@ -9,7 +9,11 @@
  * - Wire model, per cable direction, shared by all channels of it: a frame
  *   departs at max(now, wire free) + len*8/rate and arrives `latency_ns`
  *   later; its TX slot is reusable only after departure (that throttles the
- *   sender). rate_bps 0: departure = doorbell time.
+ *   sender). rate_bps 0: departure = doorbell time. With ring_rate_bps, a
+ *   frame also departs no earlier than max(now, ring free) +
+ *   len*8/ring_rate, per channel direction: one ring pair carries at most
+ *   ring_rate, and frames of other rings use the wire meanwhile (the wire
+ *   stays reserved for each frame in doorbell order, at its own rate).
  * - E2E on: a frame with no posted RX slot stays in the TX ring (not
  *   completed) and moves when the receiver releases RX slots or the sender
  *   rings / asks tx_space again. E2E off: it is dropped (rx_overflow).
@@ -61,6 +65,12 @@ struct u4l_sim_faults {
 
 struct u4l_sim_config {
 	uint64_t rate_bps;	/* bits per second per direction; 0 = unthrottled */
+	/*
+	 * What one ring pair (one channel) moves per direction, in bits per
+	 * second; 0 = as much as the wire. Real NHIs move less through one
+	 * ring than a bonded link carries.
+	 */
+	uint64_t ring_rate_bps;
 	uint32_t latency_ns;	/* one-way latency added to every frame */
 	uint32_t ring_depth;	/* descriptors per ring, power of two, 16..4096 */
 	uint32_t max_channels;	/* cross-cable channel budget (loopback is free) */
@@ -69,7 +79,10 @@ struct u4l_sim_config {
 	struct u4l_sim_faults faults[2]; /* [d]: frames travelling from end d */
 };
 
-/* Defaults: 20 Gb/s, 1 us, 256 descriptors, 16 channels, E2E on, no faults. */
+/*
+ * Defaults: 20 Gb/s, rings as fast as the wire, 1 us, 256 descriptors, 16
+ * channels, E2E on, no faults.
+ */
 void u4l_sim_config_default(struct u4l_sim_config *cfg);
 
 /*
