@@ -55,18 +55,41 @@
 
 struct u4v_qp;
 
+/* A frame taken off one lane's RX ring, not yet dispatched (lanes.c). */
+struct u4v_lane_head {
+	struct u4l_chan *chan; /* the lane it was peeked on */
+	struct u4l_rx_frame f;
+	uint16_t seq; /* its lane sequence */
+	bool held;
+};
+
 /* The channel to one remote context, as this context uses it. */
 struct u4v_peer {
-	struct u4l_chan *chan;
+	struct u4l_chan *chan; /* lane 0 */
+	/*
+	 * Every lane (channel) to the remote context, lanes[0] == chan; the
+	 * others NULL until taken (u4v_lanes_open) or accepted. `striped`
+	 * once any lane past the first is there (atomic loads).
+	 */
+	struct u4l_chan *lanes[U4L_MAX_LANES];
+	bool striped;
 	const struct u4l_ops *ops;
 	struct u4l_counters *cnt;
 	pthread_mutex_t tx_lock;
-	uint32_t tx_posted; /* frames posted since the last doorbell */
+	uint32_t tx_posted;	   /* frames posted since the last doorbell */
+	struct u4l_chan *tx_chan; /* ... on this lane */
+	uint32_t tx_next;   /* the lane the next frame tries first */
+	uint16_t tx_seq;    /* lane sequence of the next frame (tx_lock) */
 	/* QPs waiting for TX space on this channel */
 	struct u4v_qp *pending_head, *pending_tail;
 	uint64_t rx_seen;  /* frames taken from the channel (progress_lock) */
 	uint64_t tx_total; /* frames handed to the TX ring (tx_lock) */
 	uint32_t tx_depth; /* the most TX slots ever found free: the ring */
+	/* striped RX, in lane sequence order (progress_lock; lanes.c) */
+	struct u4v_lane_head rx_head[U4L_MAX_LANES];
+	uint16_t rx_seq;	/* the next lane sequence expected */
+	bool rx_seq_known;
+	uint64_t rx_wait_since; /* waiting for rx_seq on another lane */
 };
 
 struct u4v_ctx {
@@ -113,6 +136,7 @@ struct u4v_ctx {
 	atomic_int napping;
 	uint64_t next_timer_ns;	      /* earliest QP timer deadline */
 	uint64_t ack_hold_due;	      /* earliest held ACK's (0: none) */
+	uint64_t lane_wait_due;	      /* a lane wait's end (0: none) */
 	uint64_t spin_ns;	      /* thread polls this long after a frame */
 };
 
@@ -598,6 +622,20 @@ int u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
 void u4v_tx_doorbell(struct u4v_peer *peer);
 /* A channel new to this context: bound its TX queue (before first use). */
 void u4v_tx_bound(struct u4v_ctx *ctx, struct u4l_chan *chan);
+
+/* ctx/lanes.c: striping over a peer's lanes, and their order restored */
+/* How long RX waits for a frame late on another lane (then: lost). */
+#define U4V_LANE_WAIT_NS 50000ull
+void u4v_lanes_open(struct u4v_ctx *ctx, struct u4v_peer *peer,
+		    uint32_t remote_ctx);
+void u4v_lanes_accept(struct u4v_ctx *ctx, struct u4v_peer *peer,
+		      struct u4l_chan *chan);
+struct u4l_chan *u4v_lanes_tx_slot(struct u4v_peer *peer, uint8_t **buf,
+				   uint32_t *lane);
+uint32_t u4v_tx_space(struct u4v_peer *peer);
+bool u4v_tx_room(struct u4v_peer *peer);
+struct u4l_chan *u4v_lanes_rx_next(struct u4v_ctx *ctx, struct u4v_peer *peer,
+				   struct u4l_rx_frame *f);
 bool u4v_tx_queue_behind(const struct u4v_peer *peer, const struct u4v_qp *qp);
 /* qp/ud.c: UD receive */
 bool u4v_ud_frame(struct u4v_qp *qp, const struct u4w_hdr *h,

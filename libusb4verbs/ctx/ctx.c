@@ -240,7 +240,9 @@ struct u4v_peer *u4v_peer_get(struct u4v_ctx *ctx, uint32_t remote_ctx,
 		u4v_tx_bound(ctx, chan);
 		pthread_mutex_lock(&peer->tx_lock);
 		__atomic_store_n(&peer->chan, chan, __ATOMIC_RELEASE);
+		__atomic_store_n(&peer->lanes[0], chan, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&peer->tx_lock);
+		u4v_lanes_open(ctx, peer, remote_ctx);
 	}
 	pthread_mutex_unlock(&ctx->obj_lock);
 	return peer;

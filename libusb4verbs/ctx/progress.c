@@ -189,7 +189,7 @@ static void rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
 
 static unsigned int rx_channel(struct u4v_ctx *ctx, struct u4v_peer *peer)
 {
-	struct u4l_chan *chan = __atomic_load_n(&peer->chan, __ATOMIC_ACQUIRE);
+	struct u4l_chan *chan;
 	struct rx_batch batch;
 	struct u4l_rx_frame f;
 	unsigned int n = 0;
@@ -198,7 +198,7 @@ static unsigned int rx_channel(struct u4v_ctx *ctx, struct u4v_peer *peer)
 	batch.ntouched = 0;
 	batch.hold = -1;
 	batch.now = 0;
-	while (n < U4V_RX_BUDGET && ctx->ops->rx_peek(chan, &f) == 1) {
+	while (n < U4V_RX_BUDGET && (chan = u4v_lanes_rx_next(ctx, peer, &f))) {
 		rx_frame(ctx, peer, &f, &batch);
 		if (f.flags & U4L_RX_NOWAKE)
 			u4l_count(&ctx->cnt->stranded_rescues, 1);
@@ -355,7 +355,7 @@ static bool tx_waiting(struct u4v_ctx *ctx)
 			continue;
 		pthread_mutex_lock(&peer->tx_lock);
 		if (peer->pending_head && peer->chan)
-			room = ctx->ops->tx_space(peer->chan) != 0;
+			room = u4v_tx_room(peer);
 		pthread_mutex_unlock(&peer->tx_lock);
 		if (room)
 			return true;
@@ -382,13 +382,10 @@ static unsigned int progress_locked(struct u4v_ctx *ctx)
 	while ((chan = ctx->ops->chan_accept(ctx->link))) {
 		uint32_t remote = ctx->ops->chan_remote(chan);
 
-		/* a new channel also replaces one whose peer has left */
-		if (remote < U4L_MAX_CTX) {
-			u4v_tx_bound(ctx, chan);
-			__atomic_store_n(&ctx->peers[remote].chan, chan,
-					 __ATOMIC_RELEASE);
-		}
+		if (remote < U4L_MAX_CTX)
+			u4v_lanes_accept(ctx, &ctx->peers[remote], chan);
 	}
+	ctx->lane_wait_due = 0; /* the pass sets it again if still waiting */
 	for (i = 0; i < U4L_MAX_CTX; i++) {
 		struct u4v_peer *peer = &ctx->peers[i];
 
@@ -531,6 +528,8 @@ static uint64_t sleep_deadline(const struct u4v_ctx *ctx, uint64_t now,
 		deadline = ctx->next_timer_ns;
 	if (!app_recent && ctx->ack_hold_due && ctx->ack_hold_due < deadline)
 		deadline = ctx->ack_hold_due;
+	if (ctx->lane_wait_due && ctx->lane_wait_due < deadline)
+		deadline = ctx->lane_wait_due;
 	if (app_recent && app + APP_POLL_RECENT_NS < deadline)
 		deadline = app + APP_POLL_RECENT_NS;
 	return deadline;

@@ -513,7 +513,7 @@ static bool requests_held(struct u4v_qp *qp)
 	if (__atomic_load_n(&qp->on_pending, __ATOMIC_RELAXED))
 		return true;
 	pthread_mutex_lock(&peer->tx_lock);
-	space = peer->ops->tx_space(peer->chan);
+	space = u4v_tx_space(peer);
 	if (space > peer->tx_depth)
 		peer->tx_depth = space;
 	held = qp->tx_last + (peer->tx_depth - space) > peer->tx_total;

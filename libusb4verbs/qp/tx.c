@@ -16,11 +16,17 @@ int u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
 		 const struct ibv_sge *sge, uint32_t nsge, uint64_t sge_off)
 {
 	const struct u4l_ops *ops = peer->ops;
-	uint8_t *buf = ops->tx_slot(peer->chan);
+	struct u4l_chan *chan = peer->chan;
 	enum ibv_wc_status st;
+	uint32_t lane = 0;
 	unsigned int hlen;
+	uint8_t *buf;
 
-	if (!buf)
+	if (__atomic_load_n(&peer->striped, __ATOMIC_ACQUIRE))
+		chan = u4v_lanes_tx_slot(peer, &buf, &lane);
+	else
+		buf = ops->tx_slot(chan);
+	if (!buf || !chan)
 		return U4V_TX_FULL;
 	hlen = u4w_encode(buf, h);
 	if (paylen) {
@@ -34,9 +40,18 @@ int u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
 				return (int)st;
 		}
 	}
-	ops->tx_post(peer->chan, hlen + paylen,
+	/*
+	 * The lanes' doorbells go in the order of their frames, so that the
+	 * wire takes them in lane sequence order as far as it can.
+	 */
+	if (peer->tx_posted && chan != peer->tx_chan)
+		u4v_tx_doorbell(peer);
+	u4w_set_lane_seq(buf, peer->tx_seq++);
+	ops->tx_post(chan, hlen + paylen,
 		     U4W_OP(h->opcode) == U4W_ACK ? U4L_PDF_CTRL :
 						    U4L_PDF_DATA);
+	peer->tx_chan = chan;
+	peer->tx_next = lane + 1;
 	peer->tx_posted++;
 	peer->tx_total++;
 	return 0;
@@ -44,7 +59,7 @@ int u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
 
 /*
  * Bound what a new channel queues on its TX ring to U4V_TX_QUEUE_NS of the
- * wire (at least U4V_TX_QUEUE_MIN frames; an unthrottled link keeps the
+ * wire, or of one ring where a ring moves less (at least U4V_TX_QUEUE_MIN frames; an unthrottled link keeps the
  * whole ring). Everything queued departs before a retransmission or an
  * ACK posted behind it: a whole ring is hundreds of microseconds of the
  * wire, paid once per loss, and the receiver holds that many frames past
@@ -54,7 +69,10 @@ int u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
 void u4v_tx_bound(struct u4v_ctx *ctx, struct u4l_chan *chan)
 {
 	uint64_t rate = ctx->ops->wire_rate(ctx->link), frames;
+	uint64_t ring = ctx->ops->ring_rate ? ctx->ops->ring_rate(ctx->link) : 0;
 
+	if (ring && (!rate || ring < rate))
+		rate = ring; /* what one ring moves is what it must queue */
 	if (!ctx->ops->tx_bound || !rate)
 		return;
 	frames = rate * U4V_TX_QUEUE_NS / 1000000000ull / U4L_FRAME_MAX;
@@ -72,7 +90,7 @@ void u4v_tx_doorbell(struct u4v_peer *peer)
 
 	if (!peer->tx_posted)
 		return;
-	ops->tx_doorbell(peer->chan);
+	ops->tx_doorbell(peer->tx_chan);
 	peer->tx_posted = 0;
 }
 

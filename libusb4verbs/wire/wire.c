@@ -184,14 +184,11 @@ static int decode_base(const uint8_t *p, size_t len, struct u4w_hdr *h,
 	if (word >> 24 != U4W_VERSION)
 		return -EPROTO;
 	h->dst_qpn = word & QPN_MASK;
+	/* the top bytes of these two words: the lane sequence */
 	p = get32(p, &word);
-	if (word & ~QPN_MASK)
-		return -EPROTO;
-	h->src_qpn = word;
+	h->src_qpn = word & QPN_MASK;
 	get32(p, &word);
-	if (word & ~QPN_MASK)
-		return -EPROTO;
-	h->psn = word;
+	h->psn = word & QPN_MASK;
 	if (len < hlen || len != hlen + h->paylen)
 		return -EMSGSIZE;
 	if (h->paylen > U4W_GRANULE ||

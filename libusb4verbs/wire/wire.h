@@ -123,6 +123,26 @@ static inline const uint8_t *u4w_payload(const void *frame,
 }
 /* Write the headers; returns their length (the payload follows). */
 unsigned int u4w_encode(void *frame, const struct u4w_hdr *hdr);
+/*
+ * The lane sequence: a 16-bit count of the frames the sender put on the
+ * channels to one context, in the top bytes of the base header's source
+ * QPN and PSN words (u4w_encode writes 0 there; the sender stamps it when
+ * it posts the frame). The receiver restores the order of frames striped
+ * over several lanes with it (ctx/lanes.c); the decoder ignores it.
+ */
+#define U4W_LANE_SEQ_LO 11u /* byte offsets in the base header */
+#define U4W_LANE_SEQ_HI 15u
+static inline void u4w_set_lane_seq(void *frame, uint16_t seq)
+{
+	((uint8_t *)frame)[U4W_LANE_SEQ_LO] = (uint8_t)seq;
+	((uint8_t *)frame)[U4W_LANE_SEQ_HI] = (uint8_t)(seq >> 8);
+}
+static inline uint16_t u4w_lane_seq(const void *frame)
+{
+	const uint8_t *p = frame;
+
+	return (uint16_t)(p[U4W_LANE_SEQ_LO] | p[U4W_LANE_SEQ_HI] << 8);
+}
 /* The payload length a header announces (header bytes only are read). */
 uint16_t u4w_peek_paylen(const void *frame);
 /*
