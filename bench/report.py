@@ -482,6 +482,64 @@ def headline_faults(pts):
     return L
 
 
+def per_rep(rows, suite, point, metric):
+    """The values of one point and metric, one per repetition, in order."""
+    v = [(int(r["rep"]), fnum(r["value"])) for r in rows
+         if r["suite"] == suite and r["point"] == point
+         and r["metric"] == metric and r["ok"] == "1"]
+    return [x for _, x in sorted(v) if x is not None]
+
+
+def headline_loss(rows):
+    """Issue 14's loss targets: each seed's run against a clean one."""
+    L = []
+    for d, target, ok in (
+            ("0.001", "median >= 0.90, none < 0.80",
+             lambda m, lo: m >= 0.90 and lo >= 0.80),
+            ("0.01", "median >= 0.70", lambda m, lo: m >= 0.70)):
+        v = per_rep(rows, "loss", f"drop={d}", "ratio_to_clean")
+        if not v:
+            continue
+        m, lo = statistics.median(v), min(v)
+        L.append(f"| ib_write_bw 64 KiB, 1 QP, --drop {d} vs a clean run "
+                 f"beside it, per seed (bench/run.sh --suites loss) | "
+                 f"median {m:.2f}, min {lo:.2f} (seeds 1-{len(v)}: "
+                 f"{', '.join(f'{x:.2f}' for x in v)}) | {target} | "
+                 f"{'met' if ok(m, lo) else 'MISSED'} |")
+    return L
+
+
+def headline_stripe(pts, rows):
+    """Issue 14: one QP over rings slower than the wire."""
+    L = []
+    v = per_rep(rows, "stripe", "ring", "ratio_to_wire")
+    if not v:
+        return L
+    m = statistics.median(v)
+    ring = find(pts, "stripe", "ring", "gbps")
+    wire = find(pts, "stripe", "wire", "gbps")
+    L.append(f"| one RC QP, 64 KiB, rings of half the wire's rate "
+             f"(--ring-rate, two lanes) vs the wire alone, same run | "
+             f"{m:.3f}x ({spread(ring)} vs {spread(wire)} Gb/s) | "
+             f">= 0.95x | {verdict(m, 0.95, False)} |")
+    v = per_rep(rows, "stripe", "ring/1chan", "ratio_to_wire")
+    if v:
+        p = find(pts, "stripe", "ring/1chan", "gbps")
+        L.append(f"| the same with one channel (no second lane) vs the wire "
+                 f"alone | {statistics.median(v):.3f}x ({spread(p)} Gb/s) "
+                 f"| measured | - |")
+    base = median_of(ring)
+    for q in (2, 4, 8, 16):
+        p = find(pts, "stripe", f"ring/q{q}", "gbps")
+        if not p:
+            continue
+        r = ratio(median_of(p), base)
+        L.append(f"| {q} QPs vs 1 QP, both over half-rate rings | "
+                 f"{fmt(r, 3)}x ({spread(p)} Gb/s) | >= 0.97x | "
+                 f"{verdict(r, 0.97, False)} |")
+    return L
+
+
 def headline_cost(pts, rows):
     """CPU per GiB and the software cost per message."""
     L = []
@@ -585,6 +643,7 @@ def failed_and_files(rows, plots):
 def summary(pts, rows, a, plots):
     L = (summary_head(rows, a) + headline_speed(pts, a) +
          headline_scaling(pts) + headline_faults(pts) +
+         headline_loss(rows) + headline_stripe(pts, rows) +
          headline_cost(pts, rows) + points_table(pts) +
          failed_and_files(rows, plots))
     return "\n".join(L) + "\n"

@@ -30,6 +30,12 @@
 #               then --drop 1e-3 and 1e-2 with that seed, each against the
 #               clean run beside it (issue 14's targets: median >= 0.90,
 #               none < 0.80 at 1e-3; median >= 0.70 at 1e-2)
+#   stripe      rings slower than the wire: ib_write_bw 64 KiB, 1 QP, per
+#               repetition at --rate R alone, then with --ring-rate R/2
+#               (the QP stripes over two lanes; issue 14: >= 0.95 of the
+#               first), the same with one channel only (no second lane:
+#               what striping is worth), and -q 2/4/8/16 with the ring rate
+#               (flat against -q 1)
 #   cpu_cmp     the same bytes over TCP loopback (bench/tcp_bw) and over
 #               usb4verbs (ib_write_bw, 20 Gb/s and unthrottled): CPU-s/GiB
 #   sw_cost     unthrottled software cost: 8-byte RC RTT (engine_bw --lat
@@ -660,6 +666,43 @@ if want loss; then
 		target=$([ "$d" = 0.001 ] && echo "median >= 0.90, none < 0.80" || echo "median >= 0.70")
 		met=$(awk -v d="$d" -v m="${med:-0}" -v n="${mn:-0}" 'BEGIN{print ((d == 0.001 ? m >= 0.90 && n >= 0.80 : m >= 0.70) ? "met" : "NOT met")}')
 		log "loss drop=$d: ratios to clean${LOSS_RATIOS[$d]}; median ${med:-?}, min ${mn:-?} (target $target: $met)"
+	done
+fi
+
+# ---- stripe: one QP over rings of half the wire's rate, against the wire
+if want stripe; then
+	ring=$(awk -v r="$rate" 'BEGIN{printf "%g", r / 2}')
+	log "suite stripe: ib_write_bw RC 64 KiB, --rate $rate vs --ring-rate $ring (lanes), one channel, -q 2..16"
+	declare -A STRIPE_RATIOS=()
+	for ((r = 1; r <= reps; r++)); do
+		wire=
+		for point in wire ring ring/1chan ring/q2 ring/q4 ring/q8 ring/q16; do
+			reset_r
+			q=1
+			[[ $point == ring/q* ]] && q=${point#ring/q}
+			R[suite]=stripe R[tool]=ib_write_bw R[op]=write R[conn]=RC R[size]=65536
+			R[rep]=$r R[point]=$point R[qps]=$q
+			up="--rate $rate"
+			[ "$point" = wire ] || up="$up --ring-rate $ring"
+			[ "$point" = ring/1chan ] && up="$up --channels 1"
+			pt_run 1 $((DUR + 40)) "$up" -- ib_write_bw -F --report_gbits -c RC \
+				-s 65536 -q "$q" -D "$DUR"
+			[ -n "$PT_BW" ] || fail_note no-result
+			emit gbps "$PT_BW" Gbps
+			if [ "$point" = wire ]; then
+				wire=$PT_BW
+				continue
+			fi
+			ratio=$(awk -v a="$PT_BW" -v b="$wire" 'BEGIN{if (a > 0 && b > 0) printf "%.3f", a/b}')
+			emit ratio_to_wire "$ratio" x
+			STRIPE_RATIOS[$point]="${STRIPE_RATIOS[$point]:-} ${ratio:-0}"
+			printf '  %-34s rep %d: %8s Gb/s, wire alone %s: ratio %s  retx %s\n' "$point" "$r" "${PT_BW:-FAIL}" "${wire:-FAIL}" "${ratio:-?}" "${R[retx]:-?}" | tee -a "$out/run.log" >&2
+		done
+	done
+	for point in ring ring/1chan ring/q2 ring/q4 ring/q8 ring/q16; do
+		med=$(tr ' ' '\n' <<<"${STRIPE_RATIOS[$point]}" | awk 'NF' | sort -g |
+			awk '{a[NR] = $1} END{if (NR) print a[int((NR + 1) / 2)]}')
+		log "stripe $point: ratios to the wire alone${STRIPE_RATIOS[$point]}; median ${med:-?}"
 	done
 fi
 
