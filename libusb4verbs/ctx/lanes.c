@@ -32,14 +32,23 @@ static uint32_t lanes_wanted(struct u4v_ctx *ctx)
 	return n < U4L_MAX_LANES ? (uint32_t)(n ? n : 1) : U4L_MAX_LANES;
 }
 
-/* Put chan in lane l (NULL: none). The TX side reads lanes under tx_lock. */
-static void lane_set(struct u4v_peer *peer, uint32_t l, struct u4l_chan *chan)
+/*
+ * Put chan in lane l (NULL: none); a lane past the first that this context
+ * did not hold yet is counted (lanes_opened: each context counts its own).
+ * The TX side reads lanes under tx_lock.
+ */
+static void lane_set(struct u4v_ctx *ctx, struct u4v_peer *peer, uint32_t l,
+		     struct u4l_chan *chan)
 {
+	bool new_lane = chan && l && chan != peer->lanes[l];
+
 	pthread_mutex_lock(&peer->tx_lock);
 	__atomic_store_n(&peer->lanes[l], chan, __ATOMIC_RELEASE);
 	if (chan && l)
 		__atomic_store_n(&peer->striped, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&peer->tx_lock);
+	if (new_lane)
+		u4l_count(&ctx->cnt->lanes_opened, 1);
 }
 
 /*
@@ -61,7 +70,7 @@ void u4v_lanes_open(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		if (l >= want || short_of) {
 			/* a lane of an earlier incarnation carries nothing */
 			if (old && ctx->ops->chan_dead(old))
-				lane_set(peer, l, NULL);
+				lane_set(ctx, peer, l, NULL);
 			continue;
 		}
 		ret = ctx->ops->chan_get_lane(ctx->link, remote_ctx, l, &chan);
@@ -75,8 +84,7 @@ void u4v_lanes_open(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		if (chan == old)
 			continue;
 		u4v_tx_bound(ctx, chan);
-		lane_set(peer, l, chan);
-		u4l_count(&ctx->cnt->lanes_opened, 1);
+		lane_set(ctx, peer, l, chan);
 	}
 }
 
@@ -97,7 +105,7 @@ void u4v_lanes_accept(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		pthread_mutex_unlock(&peer->tx_lock);
 		return;
 	}
-	lane_set(peer, l, chan);
+	lane_set(ctx, peer, l, chan);
 }
 
 /*

@@ -150,6 +150,18 @@ e2e_crossed() {
 	fi
 }
 
+# e2e_counter STATFILE NAME MIN: both ends' counter NAME of usb4v-sim stat
+# add up to at least MIN.
+e2e_counter() {
+	local n
+	n=$(awk -v c="$2" '$1 == c { print $2 + $3 }' "$1")
+	if [ "${n:-0}" -ge "$3" ]; then
+		e2e_log "ok: $2 $n >= $3"
+	else
+		e2e_fail "$2 ${n:-missing}, want >= $3"
+	fi
+}
+
 # Print a log file with a prefix so it lands in the CTest output.
 e2e_show() {
 	local tag=$1 file=$2

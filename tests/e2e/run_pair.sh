@@ -6,7 +6,8 @@
 #
 #   run_pair.sh --name TEST [--port P] [--timeout S] [--expect REGEX]...
 #               [--up "UP OPTIONS"] [--wait tcp|cm] [--crossed "B0 B1"]
-#               [--ends] -- SERVER CMD... ::: CLIENT CMD...
+#               [--counter "NAME MIN"]... [--ends]
+#               -- SERVER CMD... ::: CLIENT CMD...
 #
 # In both commands @D0@ / @D1@ become the cable's device names (server runs
 # on end 0, client on end 1), @A0@ / @A1@ the ends' addresses and @PORT@ the
@@ -14,7 +15,8 @@
 # (--wait tcp, the default: perftest's and the pingpongs' side channel) or
 # in rdma_cm (--wait cm: an rdma_cm listener of the cable). With --crossed,
 # end 0 must have received at least B0 bytes over the cable and end 1 B1.
-# With --ends each side runs in its own end's view (usb4v-sim exec --end),
+# With --counter, both ends' counter NAME (usb4v-sim stat) must add up to
+# at least MIN. With --ends each side runs in its own end's view (usb4v-sim exec --end),
 # where that end's device alone is visible, named @D0@ on both.
 # "@SEMI@" in a command becomes ";" (CMake cannot pass one). The cable is named
 # after the driver's pid and the port (e2e<pid>-<port>) so that tests, and
@@ -36,6 +38,7 @@ expects=()
 upopts=()
 wait_kind=tcp
 crossed=
+counters=()
 views=("" "")
 
 while [ $# -gt 0 ]; do
@@ -47,6 +50,7 @@ while [ $# -gt 0 ]; do
 	--up) read -r -a upopts <<<"$2"; shift 2 ;;
 	--wait) wait_kind=$2; shift 2 ;;
 	--crossed) crossed=$2; shift 2 ;;
+	--counter) counters+=("$2"); shift 2 ;;
 	--ends) views=("--end 0" "--end 1"); shift ;;
 	--) shift; break ;;
 	*) echo "run_pair.sh: unknown argument '$1'" >&2; exit 2 ;;
@@ -169,4 +173,8 @@ done
 "$SIM" stat --name "$cable" >"$E2E_LOGDIR/stat.log"
 sed "s/^/[$E2E_TEST] stat| /" "$E2E_LOGDIR/stat.log"
 [ -n "$crossed" ] && e2e_crossed "$E2E_LOGDIR/stat.log" $crossed
+for c in "${counters[@]}"; do
+	# shellcheck disable=SC2086 # "NAME MIN": two words
+	e2e_counter "$E2E_LOGDIR/stat.log" $c
+done
 e2e_finish

@@ -82,7 +82,7 @@ struct u4l_counters {
 	uint64_t crc_discards;	  /* CRC-flagged frames discarded */
 	uint64_t bad_frames;	  /* frames failing header validation */
 	uint64_t ooo_frames;	  /* frames held for reordering */
-	uint64_t lanes_opened;	  /* lanes past the first one taken */
+	uint64_t lanes_opened;	  /* lanes past the first, per context */
 	uint64_t lanes_short;	  /* a lane the ring rate wanted, not had */
 	uint64_t lane_waits;	  /* RX waited for a frame of another lane */
 };
