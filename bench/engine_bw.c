@@ -6,13 +6,17 @@
  *
  *   engine_bw [--op write|read|send] [-q QPS] [-t THREADS] [-s SIZE]
  *             [-n ITERS] [-w WINDOW] [-r GBITS] [--drop P] [--stranded P]
- *             [--lat] [--idle] [--seconds S]
+ *             [--lat] [--idle] [--inproc] [--seconds S]
  *
  * -q QPs share one context; -t threads each drive their own QPs (-q is
  * then per thread). --lat measures the round trip of an 8-byte RC send
  * with polling instead. --idle connects the QPs and then leaves both
  * contexts idle for S seconds: what an idle context costs (its progress
- * thread). Prints one result line (key=value).
+ * thread). --inproc: both ends in one process and one thread, without
+ * progress threads, moved by hand in turn (one QP, WRITE): nothing waits
+ * on a clock, a wake-up or another process, so the instructions taken per
+ * message (callgrind) are the engine's work, the same from run to run.
+ * Prints one result line (key=value).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,7 +43,7 @@
 
 static struct {
 	enum { OP_WRITE, OP_READ, OP_SEND } op;
-	int qps, threads, window, lat, idle;
+	int qps, threads, window, lat, idle, inproc;
 	size_t size;
 	long iters;
 	double rate_gbps, drop, stranded, seconds;
@@ -74,6 +78,7 @@ static void open_end(struct end *e, uint32_t which, int nqp)
 		u4vt_die_err("sim_open", ret);
 	a.link = link;
 	a.async_event_fd = -1;
+	a.no_progress_thread = opt.inproc;
 	if ((ret = u4v_ctx_open(&a, &e->ctx)) ||
 	    (ret = u4v_alloc_pd(e->ctx, &e->pd)))
 		u4vt_die_err("open", ret);
@@ -353,6 +358,66 @@ static void latency(struct end *e)
 	       n, opt.rate_gbps, (double)(t1 - t0) / (double)n / 1000.0);
 }
 
+static void print_bw(uint64_t bytes, uint64_t t0, uint64_t retx)
+{
+	double secs = (double)(u4vt_now_ns() - t0) / 1e9;
+	double gbps = (double)bytes * 8 / secs / 1e9;
+	double cap = opt.rate_gbps * GRANULE / (GRANULE + HDR);
+
+	printf("engine_bw: op=%s qps=%d threads=%d size=%zu rate_gbps=%g "
+	       "drop=%g stranded=%g bytes=%llu secs=%.3f goodput_gbps=%.3f "
+	       "payload_capacity_gbps=%.3f efficiency=%.4f retransmits=%llu\n",
+	       opt.op == OP_READ ? "read" : opt.op == OP_SEND ? "send" : "write",
+	       opt.qps * opt.threads, opt.threads, opt.size, opt.rate_gbps,
+	       opt.drop, opt.stranded, (unsigned long long)bytes, secs, gbps,
+	       cap, opt.rate_gbps > 0 ? gbps / cap : 0.0,
+	       (unsigned long long)retx);
+}
+
+/* --inproc: end 0 writes to end 1, both moved by this thread. */
+static int inproc(void)
+{
+	struct end a, b;
+	struct ibv_wc wc[32];
+	long posted = 0, done = 0;
+	uint64_t t0;
+
+	open_end(&b, 1, 1);
+	open_end(&a, 0, 1);
+	connect_qp(b.qp[0], u4v_qp_num(a.qp[0]));
+	connect_qp(a.qp[0], u4v_qp_num(b.qp[0]));
+	t0 = u4vt_now_ns();
+	while (done < opt.iters) {
+		struct ibv_sge sge = { (uintptr_t)a.buf, (uint32_t)opt.size,
+				       u4v_mr_lkey(a.mr) };
+		struct ibv_send_wr wr = { 0 }, *bad;
+		int n, i;
+
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.wr.rdma.remote_addr = (uintptr_t)b.buf;
+		wr.wr.rdma.rkey = u4v_mr_rkey(b.mr);
+		while (posted < opt.iters && posted - done < opt.window &&
+		       !u4v_post_send(a.qp[0], &wr, &bad))
+			posted++;
+		u4v_ctx_progress(b.ctx);
+		n = u4v_poll_cq(a.cq[0], 32, wc);
+		for (i = 0; i < n; i++) {
+			if (wc[i].status) {
+				fprintf(stderr, "engine_bw: status %d\n",
+					wc[i].status);
+				exit(1);
+			}
+			done++;
+		}
+	}
+	print_bw((uint64_t)done * opt.size, t0,
+		 u4v_ctx_counters(a.ctx)->retransmits);
+	return 0;
+}
+
 static int initiator(int rfd, int wfd)
 {
 	struct end e;
@@ -360,8 +425,7 @@ static int initiator(int rfd, int wfd)
 	struct worker w[16];
 	pthread_t th[16];
 	int nq = opt.qps * opt.threads, i;
-	uint64_t t0, t1, bytes = 0;
-	double secs, gbps, cap;
+	uint64_t t0, bytes = 0;
 	char c;
 
 	open_connected(&e, 0, nq, rfd, wfd, &theirs);
@@ -384,18 +448,7 @@ static int initiator(int rfd, int wfd)
 		pthread_join(th[i], NULL);
 		bytes += w[i].bytes;
 	}
-	t1 = u4vt_now_ns();
-	secs = (double)(t1 - t0) / 1e9;
-	gbps = (double)bytes * 8 / secs / 1e9;
-	cap = opt.rate_gbps * GRANULE / (GRANULE + HDR);
-	printf("engine_bw: op=%s qps=%d threads=%d size=%zu rate_gbps=%g "
-	       "drop=%g stranded=%g bytes=%llu secs=%.3f goodput_gbps=%.3f "
-	       "payload_capacity_gbps=%.3f efficiency=%.4f retransmits=%llu\n",
-	       opt.op == OP_READ ? "read" : opt.op == OP_SEND ? "send" : "write",
-	       opt.qps * opt.threads, opt.threads, opt.size, opt.rate_gbps,
-	       opt.drop, opt.stranded, (unsigned long long)bytes, secs, gbps,
-	       cap, opt.rate_gbps > 0 ? gbps / cap : 0.0,
-	       (unsigned long long)u4v_ctx_counters(e.ctx)->retransmits);
+	print_bw(bytes, t0, u4v_ctx_counters(e.ctx)->retransmits);
 	return 0;
 }
 
@@ -405,6 +458,7 @@ int main(int argc, char **argv)
 		{ "op", 1, 0, 'o' },	   { "drop", 1, 0, 'D' },
 		{ "stranded", 1, 0, 'S' }, { "lat", 0, 0, 'L' },
 		{ "seconds", 1, 0, 'T' },  { "idle", 0, 0, 'I' },
+		{ "inproc", 0, 0, 'P' },
 		{ 0, 0, 0, 0 }
 	};
 	struct u4l_sim_config cfg;
@@ -427,6 +481,7 @@ int main(int argc, char **argv)
 		case 'S': opt.stranded = atof(optarg); break;
 		case 'L': opt.lat = 1; break;
 		case 'I': opt.idle = 1; break;
+		case 'P': opt.inproc = 1; break;
 		case 'T': opt.seconds = atof(optarg); break;
 		default:
 			fprintf(stderr, "usage: see the comment in engine_bw.c\n");
@@ -434,8 +489,12 @@ int main(int argc, char **argv)
 		}
 	}
 	if (opt.qps < 1 || opt.threads < 1 || opt.threads > 16 ||
-	    opt.qps * opt.threads > MAXQ) {
-		fprintf(stderr, "engine_bw: 1..%d QPs, 1..16 threads\n", MAXQ);
+	    opt.qps * opt.threads > MAXQ ||
+	    (opt.inproc && (opt.qps * opt.threads > 1 || opt.op != OP_WRITE ||
+			    opt.lat || opt.idle || opt.iters < 1))) {
+		fprintf(stderr, "engine_bw: 1..%d QPs, 1..16 threads, "
+				"--inproc: one QP, WRITE, -n\n",
+			MAXQ);
 		return 2;
 	}
 	snprintf(opt.shm, sizeof(opt.shm), "/u4v-engine-bw-%d", (int)getpid());
@@ -445,7 +504,7 @@ int main(int argc, char **argv)
 	cfg.faults[0].stranded = cfg.faults[1].stranded = opt.stranded;
 	if ((ret = -u4l_sim_create(opt.shm, &cfg)))
 		u4vt_die_err("sim_create", ret);
-	ret = u4vt_fork_pair(target, initiator);
+	ret = opt.inproc ? inproc() : u4vt_fork_pair(target, initiator);
 	if (ret < 0)
 		u4vt_die_err("fork", errno);
 	if (getenv("ENGINE_BW_COUNTERS")) {
