@@ -38,6 +38,13 @@
 #               (flat against -q 1)
 #   cpu_cmp     the same bytes over TCP loopback (bench/tcp_bw) and over
 #               usb4verbs (ib_write_bw, 20 Gb/s and unthrottled): CPU-s/GiB
+#   cost        issue 14's software cost, each repetition TCP then usb4verbs:
+#               ib_write_bw 64 KiB over an unthrottled cable vs bench/tcp_bw
+#               (one stream, 64 KiB writes; target >= 1.5x), CPU-s per GiB
+#               of ib_send_bw -e at --rate vs TCP (target <= 1x), and
+#               instructions per 64 KiB message (callgrind, engine_bw
+#               --inproc: both ends in one thread, marginal between two
+#               message counts)
 #   sw_cost     unthrottled software cost: 8-byte RC RTT (engine_bw --lat
 #               -r 0, ib_send_lat over a rate-0 cable), instructions per
 #               message (callgrind on engine_bw, total Ir / messages), and
@@ -94,7 +101,8 @@ T_START=$(date +%s)
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" | tee -a "$out/run.log" >&2; }
 
 mkdir -p "$out" || exit 1
-rm -rf "$out/logs" "$out"/*.png "$out"/*.csv "$out/summary.md" "$out/run.log" "$out/plots"
+rm -rf "$out/logs" "$out"/*.png "$out"/*.csv "$out/summary.md" "$out/run.log" "$out/plots" \
+	"$out/commands.tsv"
 mkdir -p "$out/logs"
 
 # ---------------------------------------------------------------- readiness
@@ -396,6 +404,35 @@ lat_point() { # suite point tool size upopts iters
 	done
 }
 
+# tcp_point SUITE POINT REP TCP_BW-ARGS...: one run of bench/tcp_bw (TCP
+# over loopback, one stream): goodput and, with -b BYTES, CPU-s per GiB.
+tcp_point() {
+	local suite=$1 point=$2 rep=$3 lg b0 b1 t0 t1 g bytes
+	shift 3
+	reset_r
+	R[suite]=$suite R[point]=$point R[tool]=tcp_bw R[op]=stream R[conn]=TCP R[size]=65536
+	R[rate]=0 R[rep]=$rep R[load1]=$(cut -d' ' -f1 /proc/loadavg)
+	lg=$out/logs/$suite-${point//\//_}-$rep.log
+	b0=$(cpu_snap); t0=$(now)
+	timeout -k 3 120 "$TCP_BW" "$@" >"$lg" 2>&1 || fail_note exit
+	t1=$(now); b1=$(cpu_snap)
+	machine_cpu "$b0" "$b1" "$t0" "$t1"
+	R[ccpu]=$(sed -n 's/.*sender_cpu_s=\([^ ]*\).*/\1/p' "$lg")
+	R[scpu]=$(sed -n 's/.*receiver_cpu_s=\([^ ]*\).*/\1/p' "$lg")
+	bytes=$(sed -n 's/.* bytes=\([0-9]*\).*/\1/p' "$lg")
+	R[bytes]=$bytes
+	g=$(sed -n 's/.*goodput_gbps=\([^ ]*\).*/\1/p' "$lg")
+	[ -n "$g" ] || fail_note no-result
+	emit gbps "$g" Gbps
+	[ -n "$bytes" ] && [ "$bytes" -gt 0 ] && emit_cpu_per_gib "$bytes"
+	printf '  %-34s rep %d: %8s Gb/s  processes %s+%s CPU-s\n' "$point" "$rep" "${g:-FAIL}" "${R[ccpu]}" "${R[scpu]}" | tee -a "$out/run.log" >&2
+}
+
+# cmd_note POINT COMMAND: the command behind a point, for summary.md
+cmd_note() {
+	printf '%s\t%s\n' "$1" "$2" >>"$out/commands.tsv"
+}
+
 # ======================================================================
 # Suites
 # ======================================================================
@@ -418,6 +455,9 @@ if [ "$quick" -eq 1 ]; then
 	EV_ITERS=2048
 	LAT_ITERS=1000 # perftest's default
 	CG_N=(5000)
+	COST_BYTES=$((1 << 30))
+	COST_BYTES_SMALL=$((256 << 20))
+	COST_CG_N=(200 1000)
 else
 	SIZES=(64 256 1024 4096 16384 65536 262144 1048576)
 	SIZES_UD=(64 256 1024 2048 4096)
@@ -435,6 +475,9 @@ else
 	EV_ITERS=16384
 	LAT_ITERS=1000
 	CG_N=(2000 20000)
+	COST_BYTES=$((4 << 30))
+	COST_BYTES_SMALL=$((1 << 30))
+	COST_CG_N=(500 4000)
 fi
 
 # ---- bandwidth vs size
@@ -533,20 +576,7 @@ fi
 if want cpu_cmp; then
 	log "suite cpu_cmp: $((CMP_BYTES >> 20)) MiB in 64 KiB messages: TCP loopback vs usb4verbs"
 	for ((r = 1; r <= reps; r++)); do
-		reset_r
-		R[suite]=cpu_cmp R[point]="tcp/65536" R[tool]=tcp_bw R[op]=stream R[conn]=TCP R[size]=65536
-		R[rate]=0 R[rep]=$r R[bytes]=$CMP_BYTES R[load1]=$(cut -d' ' -f1 /proc/loadavg)
-		lg=$out/logs/tcp-$r.log
-		b0=$(cpu_snap); t0=$(now)
-		timeout -k 3 120 "$TCP_BW" -s 65536 -b "$CMP_BYTES" >"$lg" 2>&1 || fail_note exit
-		t1=$(now); b1=$(cpu_snap)
-		machine_cpu "$b0" "$b1" "$t0" "$t1"
-		R[ccpu]=$(sed -n 's/.*sender_cpu_s=\([^ ]*\).*/\1/p' "$lg")
-		R[scpu]=$(sed -n 's/.*receiver_cpu_s=\([^ ]*\).*/\1/p' "$lg")
-		g=$(sed -n 's/.*goodput_gbps=\([^ ]*\).*/\1/p' "$lg")
-		emit gbps "$g" Gbps
-		emit_cpu_per_gib "$CMP_BYTES"
-		printf '  %-34s rep %d: %8s Gb/s  machine %s CPU-s\n' "tcp/65536" "$r" "${g:-FAIL}" "${R[mcpu]}" | tee -a "$out/run.log" >&2
+		tcp_point cpu_cmp tcp/65536 "$r" -s 65536 -b "$CMP_BYTES"
 	done
 	n_cmp=$((CMP_BYTES / 65536))
 	for rr in "${CMP_RATES[@]}"; do
@@ -633,6 +663,93 @@ if want sw_cost; then
 	fi
 fi
 
+# ---- issue 14 item 4: the software cost, against TCP over loopback in the
+# same run (each repetition runs TCP, then usb4verbs, side by side)
+if want cost; then
+	log "suite cost: 64 KiB, TCP loopback vs an unthrottled cable; CPU with completion events; instructions per message"
+	# send_event_point POINT REP BYTES: ib_send_bw -e, 64 KiB, at --rate
+	send_event_point() {
+		reset_r
+		R[suite]=cost R[point]=$1 R[tool]=ib_send_bw R[op]=send R[conn]=RC R[size]=65536
+		R[mode]=event R[rep]=$2 R[bytes]=$3
+		pt_run 1 120 "--rate $rate" -- ib_send_bw -F --report_gbits -c RC -s 65536 -n $(($3 / 65536)) -e
+		[ -n "$PT_BW" ] || fail_note no-result
+		emit gbps "$PT_BW" Gbps
+		emit_cpu_per_gib "$3"
+		printf '  %-34s rep %d: %8s Gb/s  processes %s+%s CPU-s\n' "ib_send_bw -e r=$rate $1" "$2" "${PT_BW:-FAIL}" "${R[ccpu]}" "${R[scpu]}" | tee -a "$out/run.log" >&2
+	}
+	proc_sum() { awk -v a="${R[ccpu]:-0}" -v b="${R[scpu]:-0}" 'BEGIN{printf "%.3f", a+b}'; }
+	# emit_marginal_cpu PROC0 MACHINE0 OK0 DBYTES: CPU-s per GiB of the
+	# bytes the current run moved beyond the smaller one's (PROC0,
+	# MACHINE0: its CPU; OK0: it succeeded)
+	emit_marginal_cpu() {
+		local g
+		[ "$3" = 1 ] || fail_note small-run-failed
+		g=$(awk -v b="$4" 'BEGIN{print b/2^30}')
+		emit proc_cpu_s_per_gib_marginal "$(awk -v c1="$(proc_sum)" -v c0="$1" -v g="$g" 'BEGIN{printf "%.4f", (c1-c0)/g}')" s/GiB
+		emit machine_cpu_s_per_gib_marginal "$(awk -v c1="${R[mcpu]}" -v c0="$2" -v g="$g" 'BEGIN{printf "%.4f", (c1-c0)/g}')" s/GiB
+	}
+	cost_bytes_n=$((COST_BYTES / 65536))
+	cmd_note cost/tcp_bw "tcp_bw -s 65536 --seconds $DUR"
+	cmd_note cost/write_r0 "usb4v-sim up --rate 0; ib_write_bw -F --report_gbits -c RC -s 65536 -q 1 -D $DUR (server on end 0, client on end 1)"
+	cmd_note cost/tcp_cpu "tcp_bw -s 65536 -b B, B = $COST_BYTES_SMALL and $COST_BYTES"
+	cmd_note cost/send_event "usb4v-sim up --rate $rate; ib_send_bw -F --report_gbits -c RC -s 65536 -e -n N (both sides), N = $((COST_BYTES_SMALL / 65536)) and $cost_bytes_n"
+	for ((r = 1; r <= reps; r++)); do
+		tcp_point cost tcp_bw "$r" -s 65536 --seconds "$DUR"
+		reset_r
+		R[suite]=cost R[point]=write_r0 R[tool]=ib_write_bw R[op]=write R[conn]=RC R[size]=65536
+		R[rate]=0 R[rep]=$r
+		pt_run 1 $((DUR + 40)) "--rate 0" -- ib_write_bw -F --report_gbits -c RC -s 65536 -q 1 -D "$DUR"
+		[ -n "$PT_BW" ] || fail_note no-result
+		emit gbps "$PT_BW" Gbps
+		printf '  %-34s rep %d: %8s Gb/s\n' "ib_write_bw r=0" "$r" "${PT_BW:-FAIL}" | tee -a "$out/run.log" >&2
+
+		# CPU per GiB: a small and a large transfer of each; their
+		# difference cancels what does not grow with the bytes (process
+		# start, connection setup, perftest's CPU clock calibration: a
+		# fifth of a second of busy waiting per process)
+		tcp_point cost tcp_cpu_small "$r" -s 65536 -b "$COST_BYTES_SMALL"
+		c0=$(proc_sum) m0=${R[mcpu]} ok0=${R[ok]}
+		tcp_point cost tcp_cpu "$r" -s 65536 -b "$COST_BYTES"
+		emit_marginal_cpu "$c0" "$m0" "$ok0" $((COST_BYTES - COST_BYTES_SMALL))
+		send_event_point send_event_small "$r" "$COST_BYTES_SMALL"
+		c0=$(proc_sum) m0=${R[mcpu]} ok0=${R[ok]}
+		send_event_point send_event "$r" "$COST_BYTES"
+		emit_marginal_cpu "$c0" "$m0" "$ok0" $((COST_BYTES - COST_BYTES_SMALL))
+	done
+	if [ "$have_valgrind" -eq 1 ]; then
+		# Instructions per 64 KiB message: callgrind on engine_bw
+		# --inproc, RC WRITE over an unthrottled cable: both ends in one
+		# thread without progress threads, moved in turn, so the count
+		# is the engine's work on both ends (no polling, no wake-ups)
+		# and the same from run to run. Marginal between two counts:
+		# setup and teardown cancel.
+		lo=${COST_CG_N[0]} hi=${COST_CG_N[1]}
+		cmd_note cost/callgrind "valgrind --tool=callgrind engine_bw --inproc -s 65536 -r 0 -n N, N = $lo and $hi: (Ir($hi) - Ir($lo)) / $((hi - lo))"
+		for ((r = 1; r <= reps; r++)); do
+			IR=()
+			for n in "$lo" "$hi"; do
+				d=$TMP/cgc-$r-$n
+				mkdir -p "$d"
+				timeout -k 5 900 valgrind --tool=callgrind \
+					--callgrind-out-file="$d/cg.%p" "$ENGINE_BW" --inproc -s 65536 -r 0 \
+					-n "$n" >"$out/logs/callgrind-64k-$r-$n.log" 2>&1
+				IR[$n]=$(cat "$d"/cg.* 2>/dev/null | awk '/^summary:/{s += $2} END{print s + 0}')
+			done
+			reset_r
+			R[suite]=cost R[point]=callgrind/write/65536 R[tool]=engine_bw R[op]=write R[conn]=RC
+			R[size]=65536 R[rate]=0 R[rep]=$r
+			R[note]="Ir(n=$hi)=${IR[$hi]} Ir(n=$lo)=${IR[$lo]}"
+			ipm=$(awk -v a="${IR[$hi]}" -v b="${IR[$lo]}" -v n=$((hi - lo)) 'BEGIN{if (a > b && b > 0) printf "%.0f", (a-b)/n}')
+			[ -n "$ipm" ] || fail_note no-result
+			emit instr_per_msg_marginal "$ipm" Ir/msg
+			printf '  %-34s rep %d: %s instructions per 64 KiB message (marginal, n=%s..%s)\n' "callgrind engine_bw write 64K" "$r" "${ipm:-FAIL}" "$lo" "$hi" | tee -a "$out/run.log" >&2
+		done
+	else
+		log "valgrind not installed: instructions per 64 KiB message not measured"
+	fi
+fi
+
 # ---- loss: every lossy run against a clean run made right beside it
 if want loss; then
 	LOSS_DUR=4
@@ -712,6 +829,7 @@ log "measurements done in $((T_END - T_START)) s; plotting"
 python3 "$here/report.py" --csv "$CSV" --out "$out" --cmd "$cmdline" \
 	--seconds $((T_END - T_START)) --capacity "$cap" --rate "$rate" \
 	--fails "$FAILS" --governor "$governor" --mode "$MODE" \
+	--commands "$out/commands.tsv" \
 	>>"$out/run.log" 2>&1 || { log "report.py failed (see run.log)"; FAILS=$((FAILS + 1)); }
 T_END=$(date +%s)
 log "done in $((T_END - T_START)) s: $out/summary.md ($FAILS failed run(s))"
