@@ -580,6 +580,11 @@ void u4v_comp_flush(struct u4v_qp *qp);
  */
 #define U4V_RQ_GRACE_NS 100000000ull
 #define U4V_HOLD_MAX 256u
+/*
+ * frame: the frame's headers as decoded into h (a copy of them is what a
+ * frame held for later keeps), len: the whole frame's length; payload:
+ * its h->paylen bytes, which need not follow the headers.
+ */
 bool u4v_resp_frame(struct u4v_qp *qp, struct u4v_peer *peer,
 		    const struct u4w_hdr *h, const uint8_t *payload,
 		    const void *frame, uint32_t len, bool may_hold);
@@ -641,7 +646,8 @@ bool u4v_tx_queue_behind(const struct u4v_peer *peer, const struct u4v_qp *qp);
 bool u4v_ud_frame(struct u4v_qp *qp, const struct u4w_hdr *h,
 		  const uint8_t *payload, bool may_hold);
 /* qp/hold.c: UC/UD frames waiting for a receive WQE */
-bool u4v_hold_push(struct u4v_qp *qp, const void *frame, uint32_t len);
+bool u4v_hold_push(struct u4v_qp *qp, const void *hdr, uint32_t hlen,
+		   const void *payload, uint32_t paylen);
 void u4v_hold_drain(struct u4v_qp *qp);
 void u4v_hold_clear(struct u4v_qp *qp);
 

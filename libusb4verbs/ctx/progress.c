@@ -134,6 +134,9 @@ static void hold_ack(struct u4v_ctx *ctx, struct u4v_qp *qp,
 		ctx->ack_hold_due = qp->ack_due;
 }
 
+/* Every frame's headers are in the private copy rx_peek gives (f->head). */
+_Static_assert(U4W_HDR_MAX <= U4L_RX_HEAD, "headers beyond U4L_RX_HEAD");
+
 /* A UC/UD frame that waits for a receive WQE is copied aside (qp/hold.c). */
 static void rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		     const struct u4l_rx_frame *f, struct rx_batch *batch)
@@ -148,7 +151,8 @@ static void rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		u4l_count(&ctx->cnt->crc_discards, 1);
 		return;
 	}
-	if (u4w_decode(f->buf, f->len, &h)) {
+	/* the headers from f->head, which the peer cannot change under us */
+	if (u4w_decode(f->head, f->len, &h)) {
 		u4l_count(&ctx->cnt->bad_frames, 1);
 		return;
 	}
@@ -170,7 +174,7 @@ static void rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		/* not from the QP this one is connected to */
 		u4l_count(&ctx->cnt->bad_frames, 1);
 	} else if (info->flags & U4W_OPF_REQUEST) {
-		consumed = u4v_resp_frame(qp, peer, &h, payload, f->buf,
+		consumed = u4v_resp_frame(qp, peer, &h, payload, f->head,
 					  f->len, true);
 		if (qp->ack_pending)
 			hold_ack(ctx, qp, batch);
@@ -182,7 +186,8 @@ static void rx_frame(struct u4v_ctx *ctx, struct u4v_peer *peer,
 	} else {
 		u4v_comp_frame(qp, &h, payload);
 	}
-	if (!consumed && !u4v_hold_push(qp, f->buf, f->len))
+	if (!consumed && !u4v_hold_push(qp, f->head, f->len - h.paylen,
+					payload, h.paylen))
 		u4l_count(&ctx->cnt->bad_frames, 1);
 	pthread_mutex_unlock(&qp->lock);
 }

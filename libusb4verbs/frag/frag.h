@@ -46,12 +46,14 @@ struct u4f_reorder {
 int u4f_reorder_init(struct u4f_reorder *r, uint32_t window);
 void u4f_reorder_destroy(struct u4f_reorder *r);
 /*
- * Hold a copy of a frame with psn ahead of expected. 0: held; -EEXIST: it
- * is already held (duplicate); -ENOSPC: beyond the window (or out of memory):
- * the sender will retransmit it.
+ * Hold a copy of a frame with psn ahead of expected: its headers (hlen
+ * bytes) and its payload (paylen bytes), which may lie apart. 0: held;
+ * -EEXIST: it is already held (duplicate); -ENOSPC: beyond the window (or
+ * out of memory): the sender will retransmit it.
  */
 int u4f_reorder_hold(struct u4f_reorder *r, uint32_t expected, uint32_t psn,
-		     const void *frame, uint32_t len);
+		     const void *hdr, uint32_t hlen, const void *payload,
+		     uint32_t paylen);
 /*
  * Hold only the header of a frame whose payload the caller already placed
  * (an RDMA WRITE frame ahead of a hole in the same message): len is the

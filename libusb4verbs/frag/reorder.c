@@ -46,7 +46,8 @@ void u4f_reorder_destroy(struct u4f_reorder *r)
 }
 
 static int hold(struct u4f_reorder *r, uint32_t expected, uint32_t psn,
-		const void *frame, uint32_t len, bool placed)
+		const void *hdr, uint32_t hlen, const void *payload,
+		uint32_t paylen, bool placed)
 {
 	int32_t ahead = psn_diff(psn, expected);
 	struct u4f_held *slot;
@@ -64,11 +65,13 @@ static int hold(struct u4f_reorder *r, uint32_t expected, uint32_t psn,
 		slot->frame = NULL;
 		r->count--;
 	}
-	slot->frame = malloc(len);
+	slot->frame = malloc(hlen + paylen);
 	if (!slot->frame)
 		return -ENOSPC;
-	memcpy(slot->frame, frame, len);
-	slot->len = len;
+	memcpy(slot->frame, hdr, hlen);
+	if (paylen)
+		memcpy((uint8_t *)slot->frame + hlen, payload, paylen);
+	slot->len = hlen + paylen;
 	slot->psn = psn;
 	slot->placed = placed;
 	r->count++;
@@ -76,15 +79,16 @@ static int hold(struct u4f_reorder *r, uint32_t expected, uint32_t psn,
 }
 
 int u4f_reorder_hold(struct u4f_reorder *r, uint32_t expected, uint32_t psn,
-		     const void *frame, uint32_t len)
+		     const void *hdr, uint32_t hlen, const void *payload,
+		     uint32_t paylen)
 {
-	return hold(r, expected, psn, frame, len, false);
+	return hold(r, expected, psn, hdr, hlen, payload, paylen, false);
 }
 
 int u4f_reorder_hold_placed(struct u4f_reorder *r, uint32_t expected,
 			    uint32_t psn, const void *hdr, uint32_t len)
 {
-	return hold(r, expected, psn, hdr, len, true);
+	return hold(r, expected, psn, hdr, len, NULL, 0, true);
 }
 
 bool u4f_reorder_take(struct u4f_reorder *r, uint32_t expected, void **frame,

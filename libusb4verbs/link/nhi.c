@@ -546,6 +546,7 @@ static int nhi_rx_peek(struct u4l_chan *chan, struct u4l_rx_frame *frame)
 			U4L_RX_CRC_ERR :
 			0;
 	frame->buf = c->rx_pool + (size_t)pos * U4L_FRAME_MAX;
+	frame->head = frame->buf;
 	frame->len = len;
 	frame->flags = flags;
 	return 1;

@@ -267,7 +267,7 @@ struct sim_chan_h {
 	uint64_t rx_now;
 	struct sim_snap rx_snap;
 	uint8_t *scratch; /* TX buffer of a dead channel: frames go nowhere */
-	uint8_t *rx_copy; /* the frame rx_peek() gave, safe from the peer */
+	uint8_t *rx_copy; /* the headers rx_peek() gave, safe from the peer */
 	struct sim_chan_h *next_dead;
 };
 

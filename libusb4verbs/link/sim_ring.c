@@ -729,12 +729,15 @@ int sim_rx_peek(struct u4l_chan *chan, struct u4l_rx_frame *frame)
 	}
 	/*
 	 * The peer can write its RX pool (our RX ring's buffers) at any
-	 * moment: the engine reads a private copy, so what it validated is
-	 * what it uses.
+	 * moment: the engine decodes a private copy of the headers, so what
+	 * it validated is what it uses. The payload is read where it lies,
+	 * copied once to its destination.
 	 */
 	frame->len = sim_d_len(w);
-	memcpy(h->rx_copy, r->rx_pool + (size_t)j * U4L_FRAME_MAX, frame->len);
-	frame->buf = h->rx_copy;
+	frame->buf = r->rx_pool + (size_t)j * U4L_FRAME_MAX;
+	memcpy(h->rx_copy, frame->buf,
+	       frame->len < U4L_RX_HEAD ? frame->len : U4L_RX_HEAD);
+	frame->head = h->rx_copy;
 	frame->flags = ((sim_d_flags(w) & SIM_DF_RX_CRC) ? U4L_RX_CRC_ERR : 0) |
 		       (SIM_ONCE(m->flags) & U4L_RX_NOWAKE);
 	return 1;

@@ -131,7 +131,8 @@ void u4v_resp_ahead(struct u4v_qp *qp, const struct u4w_hdr *h,
 	uint64_t now;
 
 	if (place_ahead(qp, h, payload, frame) ||
-	    !u4f_reorder_hold(&qp->req_reorder, qp->epsn, h->psn, frame, len))
+	    !u4f_reorder_hold(&qp->req_reorder, qp->epsn, h->psn, frame,
+			      len - h->paylen, payload, h->paylen))
 		u4l_count(&qp->ctx->cnt->ooo_frames, 1);
 	now = u4v_now();
 	if (!qp->nak_sent || now >= qp->nak_due)

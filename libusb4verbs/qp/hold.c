@@ -14,7 +14,8 @@
 #include "engine_int.h"
 #include "wire/opcode.h"
 
-bool u4v_hold_push(struct u4v_qp *qp, const void *frame, uint32_t len)
+bool u4v_hold_push(struct u4v_qp *qp, const void *hdr, uint32_t hlen,
+		   const void *payload, uint32_t paylen)
 {
 	struct u4v_held_frame *h;
 
@@ -26,11 +27,13 @@ bool u4v_hold_push(struct u4v_qp *qp, const void *frame, uint32_t len)
 			return false;
 	}
 	h = &qp->held[(qp->held_head + qp->held_count) % U4V_HOLD_MAX];
-	h->frame = malloc(len);
+	h->frame = malloc(hlen + paylen);
 	if (!h->frame)
 		return false;
-	memcpy(h->frame, frame, len);
-	h->len = len;
+	memcpy(h->frame, hdr, hlen);
+	if (paylen)
+		memcpy((uint8_t *)h->frame + hlen, payload, paylen);
+	h->len = hlen + paylen;
 	if (!qp->held_count++) {
 		qp->held_since = u4v_now();
 		atomic_fetch_add(&qp->ctx->held_qps, 1);

@@ -19,6 +19,8 @@
  * offset of every frame is (psn - first_psn) * granule whatever its opcode.
  */
 #define U4W_GRANULE 4032u
+/* The longest headers of any frame, with or without payload. */
+#define U4W_HDR_MAX (4096u - U4W_GRANULE)
 
 /* Transport in the opcode's top bits (as in InfiniBand's BTH). */
 enum u4w_transport {

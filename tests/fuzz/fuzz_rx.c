@@ -143,6 +143,7 @@ static int f_rx_peek(struct u4l_chan *c, struct u4l_rx_frame *out)
 	}
 	fuzz_patch_frame(&victim, frame, len, sel);
 	out->buf = frame;
+	out->head = frame;
 	out->len = len;
 	out->flags = fuzz_frame_flags(sel);
 	return 1;

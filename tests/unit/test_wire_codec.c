@@ -231,6 +231,9 @@ static void test_opcode_table(void **state)
 
 			if (!i)
 				continue;
+			/* the link gives the engine this much as headers */
+			assert_true(u4w_hdr_len(code, U4W_F_GRH) <= U4W_HDR_MAX);
+			assert_true(u4w_hdr_len(code, 0) <= U4W_HDR_MAX);
 			/* headers + a full granule fit one NHI frame */
 			if (i->flags & U4W_OPF_PAYLOAD)
 				assert_true(u4w_hdr_len(code, U4W_F_GRH) +

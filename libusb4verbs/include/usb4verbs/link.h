@@ -54,10 +54,25 @@ enum u4l_wait_flags {
 struct u4l_dev;
 struct u4l_chan;
 
+/* Bytes at the start of a frame that hold every header (wire.h checks). */
+#define U4L_RX_HEAD 64u
+
 struct u4l_rx_frame {
-	const void *buf; /* valid until u4l_rx_release() */
-	uint32_t len;	 /* 1..U4L_FRAME_MAX */
-	uint32_t flags;	 /* enum u4l_rx_flags */
+	/*
+	 * The frame, valid until u4l_rx_release(). On a software cable it is
+	 * in the RX ring, which the peer process can write at any moment:
+	 * read the payload from here (each byte once: a peer may send any
+	 * payload anyway), never the headers.
+	 */
+	const void *buf;
+	/*
+	 * Its first min(len, U4L_RX_HEAD) bytes where nobody else writes
+	 * them (may be buf when no one can): what is decoded and validated
+	 * is what is used.
+	 */
+	const void *head;
+	uint32_t len;	/* 1..U4L_FRAME_MAX */
+	uint32_t flags; /* enum u4l_rx_flags */
 };
 
 /*
