@@ -2,9 +2,9 @@
 /* The frame-opcode table and the work-request opcode table. */
 #include "wire/opcode.h"
 
-#define RC 1u
-#define UC 2u
-#define UD 4u
+#define RC U4W_TB_RC
+#define UC U4W_TB_UC
+#define UD U4W_TB_UD
 
 #define REQ U4W_OPF_REQUEST
 #define RSP U4W_OPF_RESPONSE
@@ -88,33 +88,6 @@ uint8_t u4w_qpt_bit(enum ibv_qp_type qpt)
 uint8_t u4w_qpt_transport(enum ibv_qp_type qpt)
 {
 	return qpt == IBV_QPT_UD ? U4W_UD : qpt == IBV_QPT_UC ? U4W_UC : U4W_RC;
-}
-
-static uint8_t transport_bit(uint8_t transport)
-{
-	switch (transport) {
-	case U4W_RC:
-		return RC;
-	case U4W_UC:
-		return UC;
-	case U4W_UD:
-		return UD;
-	default:
-		return 0;
-	}
-}
-
-const struct u4w_opinfo *u4w_opinfo(uint8_t opcode)
-{
-	const struct u4w_opinfo *info;
-
-	if (U4W_OP(opcode) >= U4W_NUM_OPS)
-		return NULL;
-	info = &u4w_ops[U4W_OP(opcode)];
-	if (!(info->transports & transport_bit(U4W_TRANSPORT(opcode))))
-		return NULL;
-	/* UD messages carry a DETH on every frame */
-	return info;
 }
 
 #define WPAY U4W_WRF_PAYLOAD

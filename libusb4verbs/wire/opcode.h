@@ -38,17 +38,49 @@ enum u4w_opflags {
 	U4W_OPF_INV = 1u << 10,	     /* invalidates the rkey in its IETH */
 };
 
+/* A transport as a bit of struct u4w_opinfo's transports. */
+enum u4w_transport_bit {
+	U4W_TB_RC = 1u << 0,
+	U4W_TB_UC = 1u << 1,
+	U4W_TB_UD = 1u << 2,
+};
+
 struct u4w_opinfo {
 	const char *name;
 	uint16_t ext;	    /* enum u4w_ext */
 	uint16_t flags;	    /* enum u4w_opflags */
-	uint8_t transports; /* bit per transport allowed: 1 RC, 2 UC, 4 UD */
+	uint8_t transports; /* enum u4w_transport_bit: the transports allowed */
 };
 
 extern const struct u4w_opinfo u4w_ops[U4W_NUM_OPS];
 
-/* Row for a full wire opcode, or NULL when the opcode is not valid. */
-const struct u4w_opinfo *u4w_opinfo(uint8_t opcode);
+static inline uint8_t u4w_transport_bit(uint8_t opcode)
+{
+	switch (U4W_TRANSPORT(opcode)) {
+	case U4W_RC:
+		return U4W_TB_RC;
+	case U4W_UC:
+		return U4W_TB_UC;
+	case U4W_UD:
+		return U4W_TB_UD;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The opcode's entry, NULL for an unknown operation or one its transport
+ * does not have. Inline: every frame asks for it a dozen times.
+ */
+static inline const struct u4w_opinfo *u4w_opinfo(uint8_t opcode)
+{
+	const struct u4w_opinfo *info;
+
+	if (U4W_OP(opcode) >= U4W_NUM_OPS)
+		return NULL;
+	info = &u4w_ops[U4W_OP(opcode)];
+	return info->transports & u4w_transport_bit(opcode) ? info : NULL;
+}
 
 /* Transport bits of u4w_opinfo.transports and the wire transport. */
 uint8_t u4w_qpt_bit(enum ibv_qp_type qpt);
