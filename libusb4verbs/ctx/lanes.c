@@ -199,7 +199,7 @@ static bool lane_head(struct u4v_ctx *ctx, struct u4v_peer *peer, uint32_t l,
 		return false;
 	hd->held = true;
 	/* too short for a header: the decoder rejects it, in any order */
-	hd->seq = hd->f.len >= U4W_BASE_LEN ? u4w_lane_seq(hd->f.buf) :
+	hd->seq = hd->f.len >= U4W_BASE_LEN ? u4w_lane_seq(hd->f.head) :
 					      peer->rx_seq;
 	return true;
 }
