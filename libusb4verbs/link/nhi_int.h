@@ -61,6 +61,18 @@ struct nhi_dev {
 };
 
 /* Raw kernel calls, for tests (bogus doorbells). Return 0 or -errno. */
+static inline struct nhi_dev *to_nhi(struct u4l_dev *dev)
+{
+	return (struct nhi_dev *)dev;
+}
+
+/* nhi_cmd.c: the kernel shim's commands */
+struct ib_uverbs_get_context_resp;
+int nhi_cmd_get_context(int fd, const struct u4v_alloc_ucontext_req *req,
+			struct ib_uverbs_get_context_resp *core,
+			struct u4v_alloc_ucontext_resp *drv);
+int nhi_cmd_chan_get(struct nhi_dev *d, uint32_t remote,
+		     struct u4v_chan_info *info);
 int u4l_nhi_raw_doorbell(struct u4l_dev *dev, uint32_t remote, bool has_tx,
 			 uint32_t tx_prod, bool has_rx, uint32_t rx_cons);
 int u4l_nhi_raw_chan_get(struct u4l_dev *dev, uint32_t remote,
