@@ -80,6 +80,7 @@ struct u4v_peer {
 	struct u4l_chan *tx_chan; /* ... on this lane */
 	uint32_t tx_next;   /* the lane the next frame tries first */
 	uint16_t tx_seq;    /* lane sequence of the next frame (tx_lock) */
+	bool tx_msg_open;   /* a UC / UD message is part sent: same lane */
 	/* QPs waiting for TX space on this channel */
 	struct u4v_qp *pending_head, *pending_tail;
 	uint64_t rx_seen;  /* frames taken from the channel (progress_lock) */
@@ -639,6 +640,7 @@ struct u4l_chan *u4v_lanes_tx_slot(struct u4v_peer *peer, uint8_t **buf,
 				   uint32_t *lane);
 uint32_t u4v_tx_space(struct u4v_peer *peer);
 bool u4v_tx_room(struct u4v_peer *peer);
+bool u4v_lanes_turn_ends(struct u4v_peer *peer, uint8_t opcode);
 struct u4l_chan *u4v_lanes_rx_next(struct u4v_ctx *ctx, struct u4v_peer *peer,
 				   struct u4l_rx_frame *f);
 bool u4v_tx_queue_behind(const struct u4v_peer *peer, const struct u4v_qp *qp);

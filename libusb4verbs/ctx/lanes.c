@@ -144,6 +144,25 @@ struct u4l_chan *u4v_lanes_tx_slot(struct u4v_peer *peer, uint8_t **buf,
 	return chan;
 }
 
+/*
+ * Does the lanes' turn move on after a frame with this opcode? RC recovers
+ * its order whatever happens, so every frame takes the next lane. UC and
+ * UD have no recovery: a frame that came after its successor (a lane wait
+ * that timed out, under load) would cost the whole message, so their
+ * messages stay on one lane, and so does whatever is sent meanwhile.
+ * Caller holds tx_lock.
+ */
+bool u4v_lanes_turn_ends(struct u4v_peer *peer, uint8_t opcode)
+{
+	const struct u4w_opinfo *info;
+
+	if (U4W_TRANSPORT(opcode) == U4W_RC)
+		return !peer->tx_msg_open;
+	info = u4w_opinfo(opcode);
+	peer->tx_msg_open = info && !(info->flags & U4W_OPF_LAST);
+	return !peer->tx_msg_open;
+}
+
 /* Can the next frame go now? Caller holds tx_lock. */
 bool u4v_tx_room(struct u4v_peer *peer)
 {

@@ -51,7 +51,8 @@ int u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
 		     U4W_OP(h->opcode) == U4W_ACK ? U4L_PDF_CTRL :
 						    U4L_PDF_DATA);
 	peer->tx_chan = chan;
-	peer->tx_next = lane + 1;
+	if (u4v_lanes_turn_ends(peer, h->opcode))
+		peer->tx_next = lane + 1;
 	peer->tx_posted++;
 	peer->tx_total++;
 	return 0;
