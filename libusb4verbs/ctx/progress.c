@@ -394,9 +394,8 @@ static uint64_t wire_work_at(struct u4v_ctx *ctx, uint64_t now, bool tx_full)
 	uint64_t at = 0, due;
 	uint32_t i;
 
-	if (!ctx->ops->wire_rate(ctx->link) &&
-	    !(ctx->ops->ring_rate && ctx->ops->ring_rate(ctx->link)))
-		return 0; /* unthrottled: frames leave and arrive at once */
+	if (!ctx->ops->wire_rate(ctx->link))
+		return 0;
 	if (tx_full && ctx->ops->tx_bound) /* the queue u4v_tx_bound() sized */
 		at = now + WIRE_NAP_NS;
 	for (i = 0; ctx->ops->rx_due && i < U4L_MAX_CTX * U4L_MAX_LANES; i++) {
