@@ -492,13 +492,9 @@ static uint32_t app_cq_work(struct u4v_ctx *ctx)
 	return n;
 }
 
-/* What the thread naps for (ctx->napping) */
-enum { NAP_NONE, NAP_APP, NAP_WIRE };
-
 /*
- * Sleep for ns: while the application polls (app), which
- * u4v_progress_app_blocks() ends, or for the wire (wire_work_at), which
- * ends on time. No link sleep: senders wake nobody.
+ * Sleep for ns, while the application polls (app) or regardless;
+ * u4v_progress_app_blocks() ends it. No link sleep: senders wake nobody.
  */
 static void nap(struct u4v_ctx *ctx, uint64_t ns, uint32_t seq, bool app)
 {
@@ -506,24 +502,19 @@ static void nap(struct u4v_ctx *ctx, uint64_t ns, uint32_t seq, bool app)
 			       (long)(ns % 1000000000ull) };
 
 	/* Dekker with end_nap(): napping, then nap_seq */
-	atomic_store(&ctx->napping, app ? NAP_APP : NAP_WIRE);
+	atomic_store(&ctx->napping, 1);
 	if ((!app || atomic_load(&ctx->app_poll_ns)) &&
 	    atomic_load(&ctx->nap_seq) == seq)
 		syscall(SYS_futex, &ctx->nap_seq, FUTEX_WAIT_PRIVATE, seq, &ts,
 			NULL, 0);
-	atomic_store(&ctx->napping, NAP_NONE);
+	atomic_store(&ctx->napping, 0);
 }
 
-/*
- * End the thread's nap for the application (or the one it is about to
- * take): it looks again. A nap for the wire is over within 50 us anyway:
- * waking it would cost a system call per completion event the application
- * asks for, and the thread an early wake-up.
- */
+/* End the thread's nap (or the one it is about to take): it looks again. */
 static void end_nap(struct u4v_ctx *ctx)
 {
 	atomic_fetch_add(&ctx->nap_seq, 1);
-	if (atomic_load(&ctx->napping) == NAP_APP)
+	if (atomic_load(&ctx->napping))
 		syscall(SYS_futex, &ctx->nap_seq, FUTEX_WAKE_PRIVATE, 1, NULL,
 			NULL, 0);
 }
