@@ -51,9 +51,6 @@
 #define ACK_HOLD_NS 20000ull
 #define TIMER_SCAN_NS 50000ull	      /* how often retransmit timers run */
 #define RX_DRAIN_ROUNDS 16u	      /* RX budgets taken before a timeout */
-/* see wire_work_at(): naps on a throttled wire, at most and at least */
-#define WIRE_NAP_NS (U4V_TX_QUEUE_NS / 2)
-#define WIRE_NAP_MIN_NS 5000ull
 
 void u4v_progress_app_call(struct u4v_ctx *ctx)
 {
@@ -349,69 +346,26 @@ static void run_timers(struct u4v_ctx *ctx, uint64_t now)
 /*
  * Do QPs wait in line for a channel whose TX ring has room? (A QP queues
  * behind those waiting even when the ring is not full, so wait() may not
- * end for them.) *full: some wait for a channel whose ring is full.
+ * end for them.)
  */
-static bool tx_waiting(struct u4v_ctx *ctx, bool *full)
+static bool tx_waiting(struct u4v_ctx *ctx)
 {
 	uint32_t i;
 
-	*full = false;
 	for (i = 0; i < U4L_MAX_CTX; i++) {
 		struct u4v_peer *peer = &ctx->peers[i];
-		bool room = false, wait = false;
+		bool room = false;
 
 		if (!__atomic_load_n(&peer->pending_head, __ATOMIC_RELAXED))
 			continue;
 		pthread_mutex_lock(&peer->tx_lock);
-		if (peer->pending_head && peer->chan) {
-			wait = true;
+		if (peer->pending_head && peer->chan)
 			room = u4v_tx_room(peer);
-		}
 		pthread_mutex_unlock(&peer->tx_lock);
 		if (room)
 			return true;
-		*full |= wait;
 	}
 	return false;
-}
-
-/*
- * When a throttled wire will have work for the thread: three quarters of
- * the way to the arrival of the last frame already on its way to a channel
- * (the earliest such time over every lane of every peer; what came by then
- * is taken faster than the wire brings the rest, so the last frame is
- * taken as soon as without the nap), or with a TX queue full and QPs
- * waiting for it, once half of it has left (it still holds
- * U4V_TX_QUEUE_NS / 2 of the wire then). Not later than WIRE_NAP_NS from
- * now; 0: nothing known, or sooner than WIRE_NAP_MIN_NS (a lone frame: a
- * nap would only add its wake-up to the frame's latency). At 20 Gb/s a
- * frame arrives or leaves every 1.6 us: spinning between them, or a
- * wake-up for each, kept a core busy on each side of a stream whatever the
- * application did; this way the thread takes them in batches.
- */
-static uint64_t wire_work_at(struct u4v_ctx *ctx, uint64_t now, bool tx_full)
-{
-	uint64_t at = 0, due;
-	uint32_t i;
-
-	if (!ctx->ops->wire_rate(ctx->link))
-		return 0;
-	if (tx_full && ctx->ops->tx_bound) /* the queue u4v_tx_bound() sized */
-		at = now + WIRE_NAP_NS;
-	for (i = 0; ctx->ops->rx_due && i < U4L_MAX_CTX * U4L_MAX_LANES; i++) {
-		struct u4l_chan *chan = __atomic_load_n(
-		    &ctx->peers[i / U4L_MAX_LANES].lanes[i % U4L_MAX_LANES],
-		    __ATOMIC_ACQUIRE);
-
-		if (!chan || (due = ctx->ops->rx_due(chan)) <= now)
-			continue;
-		due = now + (due - now) / 4 * 3;
-		if (!at || due < at)
-			at = due;
-	}
-	if (at > now + WIRE_NAP_NS)
-		at = now + WIRE_NAP_NS;
-	return at >= now + WIRE_NAP_MIN_NS ? at : 0;
 }
 
 /* One pass; returns the number of frames taken. Caller holds progress_lock. */
@@ -492,19 +446,15 @@ static uint32_t app_cq_work(struct u4v_ctx *ctx)
 	return n;
 }
 
-/*
- * Sleep for ns, while the application polls (app) or regardless;
- * u4v_progress_app_blocks() ends it. No link sleep: senders wake nobody.
- */
-static void nap(struct u4v_ctx *ctx, uint64_t ns, uint32_t seq, bool app)
+/* Sleep while the application polls; u4v_progress_app_blocks() ends it. */
+static void nap(struct u4v_ctx *ctx, uint64_t ns, uint32_t seq)
 {
 	struct timespec ts = { (time_t)(ns / 1000000000ull),
 			       (long)(ns % 1000000000ull) };
 
 	/* Dekker with end_nap(): napping, then nap_seq */
 	atomic_store(&ctx->napping, 1);
-	if ((!app || atomic_load(&ctx->app_poll_ns)) &&
-	    atomic_load(&ctx->nap_seq) == seq)
+	if (atomic_load(&ctx->app_poll_ns) && atomic_load(&ctx->nap_seq) == seq)
 		syscall(SYS_futex, &ctx->nap_seq, FUTEX_WAIT_PRIVATE, seq, &ts,
 			NULL, 0);
 	atomic_store(&ctx->napping, 0);
@@ -599,12 +549,11 @@ static void *progress_thread(void *arg)
 	/* timed waits should end on time, not 50 us late */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	while (!atomic_load(&ctx->stop)) {
-		uint64_t now = u4v_now(), deadline, at;
+		uint64_t now = u4v_now(), deadline;
 		uint64_t app = atomic_load_explicit(&ctx->app_poll_ns,
 						    memory_order_relaxed);
 		uint32_t seq = atomic_load(&ctx->nap_seq);
 		unsigned int frames;
-		bool tx_full;
 
 		/* app may be a little newer than now: compare without wrap */
 		bool app_recent = app + APP_POLL_RECENT_NS > now;
@@ -619,8 +568,7 @@ static void *progress_thread(void *arg)
 		 */
 		if (pthread_mutex_trylock(&ctx->progress_lock)) {
 			if (app_recent && work > 1) {
-				nap(ctx, app + APP_POLL_RECENT_NS - now, seq,
-				    true);
+				nap(ctx, app + APP_POLL_RECENT_NS - now, seq);
 				continue;
 			}
 			/*
@@ -634,7 +582,7 @@ static void *progress_thread(void *arg)
 		work = app_recent ? app_cq_work(ctx) : 0;
 		if (app_recent && work > 1) {
 			pthread_mutex_unlock(&ctx->progress_lock);
-			nap(ctx, app + APP_POLL_RECENT_NS - now, seq, true);
+			nap(ctx, app + APP_POLL_RECENT_NS - now, seq);
 			continue;
 		}
 		frames = progress_locked(ctx);
@@ -642,12 +590,6 @@ static void *progress_thread(void *arg)
 		if (frames) {
 			last_frame = last_active = now;
 			continue; /* more may be waiting */
-		}
-		if (tx_waiting(ctx, &tx_full))
-			continue; /* QPs queued behind others: TX has room */
-		if (!app_recent && (at = wire_work_at(ctx, now, tx_full))) {
-			nap(ctx, at - now, seq, false);
-			continue;
 		}
 		/*
 		 * A burst is usually followed by more: polling a little longer
@@ -658,6 +600,8 @@ static void *progress_thread(void *arg)
 			__builtin_ia32_pause();
 			continue;
 		}
+		if (tx_waiting(ctx))
+			continue; /* QPs queued behind others: TX has room */
 		if (atomic_exchange_explicit(&ctx->app_called, false,
 					     memory_order_relaxed) ||
 		    app_recent || atomic_load(&ctx->held_qps))

@@ -508,7 +508,6 @@ static const struct u4l_ops sim_ops = {
     .tx_space = sim_tx_space,
     .tx_bound = sim_tx_bound,
     .rx_peek = sim_rx_peek,
-    .rx_due = sim_rx_due,
     .rx_release = sim_rx_release,
     .wait = sim_wait,
     .kick = sim_kick,

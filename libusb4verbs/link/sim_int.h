@@ -312,7 +312,6 @@ uint32_t sim_tx_space(struct u4l_chan *chan);
 void sim_tx_bound(struct u4l_chan *chan, uint32_t frames);
 bool sim_chan_gone(struct u4l_chan *chan);
 int sim_rx_peek(struct u4l_chan *chan, struct u4l_rx_frame *frame);
-uint64_t sim_rx_due(struct u4l_chan *chan);
 void sim_rx_release(struct u4l_chan *chan);
 void sim_ring_layout(const struct sim_map *m, uint32_t idx, uint32_t d,
 		     struct sim_ring *r);

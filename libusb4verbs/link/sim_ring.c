@@ -743,28 +743,6 @@ int sim_rx_peek(struct u4l_chan *chan, struct u4l_rx_frame *frame)
 	return 1;
 }
 
-uint64_t sim_rx_due(struct u4l_chan *chan)
-{
-	struct sim_chan_h *h = (struct sim_chan_h *)chan;
-	struct sim_ring *r = &h->ring[h->rxd];
-	uint32_t c = __atomic_load_n(&h->rx_cons, __ATOMIC_RELAXED);
-	uint64_t due = 0, now;
-
-	if (sim_chan_dead(h))
-		return 0;
-	/* the wire delivers in order: the last completed slot arrives last */
-	for (uint32_t n = 0; n < h->depth; n++, c++) {
-		uint32_t j = c & h->mask;
-		uint32_t w = __atomic_load_n(&r->rx_desc[j].w, __ATOMIC_ACQUIRE);
-		if (!(sim_d_flags(w) & SIM_DF_COMPLETED))
-			break;
-		due = SIM_ONCE(r->rx_meta[j].arrival_ns);
-	}
-	now = now_ns();
-	/* arrived, or an arrival time the peer garbled: nothing on its way */
-	return due > now && due - now < SIM_FUTURE_MAX_NS ? due : 0;
-}
-
 void sim_rx_release(struct u4l_chan *chan)
 {
 	struct sim_chan_h *h = (struct sim_chan_h *)chan;

@@ -172,22 +172,15 @@ static void test_arrival_gating(void **state)
 
 	pair(n, &a, &b, &ca, &cb);
 	uint64_t t0 = u4l_now_ns();
-	assert_int_equal(b->ops->rx_due(cb), 0);
 	assert_true(send1(a, ca, 7, U4L_PDF_DATA, true));
 	assert_int_equal(b->ops->rx_peek(cb, &f), 0);
-	/* rx_due: when the frame on its way arrives */
-	uint64_t due = b->ops->rx_due(cb);
-	assert_true(due >= t0 + 50000000ull);
-	assert_true(due <= u4l_now_ns() + 50000000ull);
 	/* TX completes at departure (unthrottled: immediately). */
 	assert_int_equal(a->ops->tx_space(ca), 256);
 	int r;
 	while ((r = b->ops->rx_peek(cb, &f)) == 0)
 		assert_true(u4l_now_ns() - t0 < 5000000000ull);
 	assert_int_equal(r, 1);
-	assert_true(u4l_now_ns() >= due);
 	assert_true(u4l_now_ns() - t0 >= 50000000ull);
-	assert_int_equal(b->ops->rx_due(cb), 0); /* arrived */
 	assert_int_equal(check_frame(&f), 7);
 	b->ops->rx_release(cb);
 

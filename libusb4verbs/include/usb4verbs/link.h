@@ -166,12 +166,6 @@ struct u4l_ops {
 	int (*rx_peek)(struct u4l_chan *chan, struct u4l_rx_frame *frame);
 	/* Give the frame returned by rx_peek() back to the ring. */
 	void (*rx_release)(struct u4l_chan *chan);
-	/*
-	 * Optional. When (u4l_now_ns()) the last frame already on its way to
-	 * this channel's RX ring arrives, or 0 if none is on its way: the
-	 * frames the receiver will have by then, it knows of now.
-	 */
-	uint64_t (*rx_due)(struct u4l_chan *chan);
 
 	/*
 	 * Sleep until a frame may be ready on any channel of this context, a
