@@ -3,8 +3,9 @@
  * Software cable: contexts, channels, wait/kick, and the u4l_ops table.
  *
  * Control plane (attach/detach, channel create/free) runs under the
- * segment's robust process-shared mutex; the data path (sim_ring.c) takes
- * no lock shared with the peer except the E2E pump try-lock.
+ * segment's robust process-shared mutex; the data path (sim_ring.c,
+ * sim_dma.c) takes no lock shared with the peer except the E2E pump
+ * try-lock.
  *
  * Lock order: dev->lock, then the segment mutex.
  */
@@ -432,7 +433,7 @@ static void sim_wait(struct u4l_dev *d, uint64_t deadline_ns, uint32_t flags)
 }
 
 /*
- * Dekker with the senders' wake-ups (sim_ring.c, wake): a frame published
+ * Dekker with the senders' wake-ups (sim_dma.c, wake): a frame published
  * while covered is seen here once off, and its wake-up given now.
  */
 static void sim_rx_covered(struct u4l_dev *d, bool on)

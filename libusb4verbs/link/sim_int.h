@@ -304,6 +304,13 @@ void sim_chan_free_locked(struct sim_map *m, uint32_t idx);
 void sim_ctx_chans_free_locked(struct sim_map *m, uint32_t ctx);
 void sim_ctx_free_locked(struct sim_map *m, uint32_t ctx);
 
+/* A time further ahead than this was written by a corrupted peer. */
+#define SIM_FUTURE_MAX_NS 60000000000ull
+
+/* sim_dma.c: move direction d's frames (doorbell: a sender's). */
+void sim_engine_run(struct sim_chan_h *h, uint32_t d, struct sim_snap *snap,
+		    bool doorbell);
+
 /* sim_ring.c */
 void *sim_tx_slot(struct u4l_chan *chan);
 void sim_tx_post(struct u4l_chan *chan, uint32_t len, enum u4l_pdf pdf);
