@@ -233,6 +233,10 @@ cpu_snap() { # whole machine: busy jiffies (user nice system irq softirq)
 }
 now() { date +%s.%N; }
 fsub() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a-b}'; }
+med_min() { # "v1 v2 ..." -> "median minimum" (empty for no values)
+	tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g |
+		awk '{a[NR] = $1} END{if (NR) print a[int((NR + 1) / 2)], a[1]}'
+}
 
 # Run "$@" and write its children's CPU (user+sys, s) to file $1.
 WRAP='tf=$1; shift; "$@"; rc=$?; times > "$tf"; exit $rc'
@@ -778,8 +782,7 @@ if want loss; then
 		done
 	done
 	for d in 0.001 0.01; do
-		read -r med mn <<<"$(tr ' ' '\n' <<<"${LOSS_RATIOS[$d]}" | awk 'NF' | sort -g |
-			awk '{a[NR] = $1} END{if (NR) print a[int((NR + 1) / 2)], a[1]}')"
+		read -r med mn <<<"$(med_min "${LOSS_RATIOS[$d]}")"
 		target=$([ "$d" = 0.001 ] && echo "median >= 0.90, none < 0.80" || echo "median >= 0.70")
 		met=$(awk -v d="$d" -v m="${med:-0}" -v n="${mn:-0}" 'BEGIN{print ((d == 0.001 ? m >= 0.90 && n >= 0.80 : m >= 0.70) ? "met" : "NOT met")}')
 		log "loss drop=$d: ratios to clean${LOSS_RATIOS[$d]}; median ${med:-?}, min ${mn:-?} (target $target: $met)"
@@ -817,8 +820,7 @@ if want stripe; then
 		done
 	done
 	for point in ring ring/1chan ring/q2 ring/q4 ring/q8 ring/q16; do
-		med=$(tr ' ' '\n' <<<"${STRIPE_RATIOS[$point]}" | awk 'NF' | sort -g |
-			awk '{a[NR] = $1} END{if (NR) print a[int((NR + 1) / 2)]}')
+		read -r med _ <<<"$(med_min "${STRIPE_RATIOS[$point]}")"
 		log "stripe $point: ratios to the wire alone${STRIPE_RATIOS[$point]}; median ${med:-?}"
 	done
 fi
