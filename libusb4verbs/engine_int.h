@@ -139,6 +139,8 @@ struct u4v_ctx {
 	uint64_t ack_hold_due;	      /* earliest held ACK's (0: none) */
 	uint64_t lane_wait_due;	      /* a lane wait's end (0: none) */
 	uint64_t spin_ns;	      /* thread polls this long after a frame */
+	/* last time an application armed a CQ (0: never); rarely written */
+	_Atomic uint64_t app_armed_ns;
 };
 
 struct u4v_pd {

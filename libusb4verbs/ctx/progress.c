@@ -51,6 +51,14 @@
 #define ACK_HOLD_NS 20000ull
 #define TIMER_SCAN_NS 50000ull	      /* how often retransmit timers run */
 #define RX_DRAIN_ROUNDS 16u	      /* RX budgets taken before a timeout */
+/*
+ * An application that armed a CQ in the last EVENTS_RECENT_NS, and has
+ * not polled since, sleeps on completion events (see wire_nap_at()).
+ */
+#define EVENTS_RECENT_NS 10000000ull
+/* wire_nap_at(): naps for a throttled wire, at most and at least */
+#define WIRE_NAP_MAX_NS U4V_TX_QUEUE_NS
+#define WIRE_NAP_MIN_NS 5000ull
 
 void u4v_progress_app_call(struct u4v_ctx *ctx)
 {
@@ -368,6 +376,90 @@ static bool tx_waiting(struct u4v_ctx *ctx)
 	return false;
 }
 
+/* The earlier of a and b, 0 being none. */
+static uint64_t earlier(uint64_t a, uint64_t b)
+{
+	return !a || (b && b < a) ? b : a;
+}
+
+/*
+ * at, or parts/4 of the way to due if that is earlier and a nap's worth
+ * away: a frame due sooner (an ACK on its way) is taken with the rest.
+ */
+static uint64_t nap_until(uint64_t at, uint64_t now, uint64_t due,
+			  unsigned int parts)
+{
+	if (due <= now + WIRE_NAP_MIN_NS)
+		return at;
+	return earlier(at, now + (due - now) / 4 * parts);
+}
+
+/*
+ * When a throttled wire next has work for the thread of a context whose
+ * application sleeps on completion events: three quarters of the way to
+ * the arrival of the last frame already on its way to us (what came by
+ * then is taken faster than the wire brings the rest, and the RX ring
+ * keeps a quarter of that in hand for the wire), and for a peer whose QPs
+ * wait for a full TX ring, half the way to the departure of its last
+ * queued frame (the other half keeps the wire busy while the thread
+ * refills it). Never past a QP timer, a held ACK or a lane wait, nor
+ * WIRE_NAP_MAX_NS away. 0: nothing known, or sooner than WIRE_NAP_MIN_NS
+ * (a nap would only add its wake-up).
+ *
+ * At 20 Gb/s a frame arrives or leaves every 1.6 us: spinning between
+ * them, or a wake-up for each, kept a core busy on each side of a stream
+ * whatever the application did; so the thread takes them in batches, as
+ * a NIC moderates its interrupts. Only for an application that waits on
+ * events: one that polls moves the context itself, and a passive target
+ * (nobody calls in) or one that spins on memory is served as before, at
+ * once, whatever that costs.
+ */
+static uint64_t wire_nap_at(struct u4v_ctx *ctx, uint64_t now)
+{
+	uint64_t at = 0, rx, tx;
+	uint32_t i, l;
+
+	for (i = 0; i < U4L_MAX_CTX; i++) {
+		struct u4v_peer *peer = &ctx->peers[i];
+		bool waits = __atomic_load_n(&peer->pending_head,
+					     __ATOMIC_RELAXED) != NULL;
+
+		for (l = 0; l < U4L_MAX_LANES; l++) {
+			struct u4l_chan *chan = __atomic_load_n(
+			    &peer->lanes[l], __ATOMIC_ACQUIRE);
+
+			if (!chan)
+				continue;
+			ctx->ops->wire_due(chan, &rx, &tx);
+			at = nap_until(at, now, rx, 3);
+			if (waits)
+				at = nap_until(at, now, tx, 2);
+		}
+	}
+	if (!at)
+		return 0;
+	if (at > now + WIRE_NAP_MAX_NS)
+		at = now + WIRE_NAP_MAX_NS;
+	if (ctx->next_timer_ns < at)
+		at = ctx->next_timer_ns;
+	at = earlier(at, ctx->ack_hold_due);
+	at = earlier(at, ctx->lane_wait_due);
+	return at >= now + WIRE_NAP_MIN_NS ? at : 0;
+}
+
+/*
+ * Does the application sleep on completion events (and not poll), on a
+ * throttled link that says when the wire has a batch (wire_nap_at)?
+ */
+static bool events_batched(struct u4v_ctx *ctx, uint64_t now, bool app_recent)
+{
+	uint64_t armed = atomic_load_explicit(&ctx->app_armed_ns,
+					      memory_order_relaxed);
+
+	return !app_recent && armed && armed + EVENTS_RECENT_NS > now &&
+	       ctx->ops->wire_due && ctx->ops->wire_rate(ctx->link);
+}
+
 /* One pass; returns the number of frames taken. Caller holds progress_lock. */
 static unsigned int progress_locked(struct u4v_ctx *ctx)
 {
@@ -473,8 +565,24 @@ void u4v_progress_app_blocks(struct u4v_ctx *ctx)
 {
 	/* the application is about to sleep on an event: take over now */
 	u4v_progress_cover(ctx, false);
+	atomic_store_explicit(&ctx->app_armed_ns, u4v_now(),
+			      memory_order_relaxed);
 	atomic_store(&ctx->app_poll_ns, 0);
 	end_nap(ctx);
+}
+
+/*
+ * Nap for the wire (wire_nap_at): arming a CQ does not end it (the thread
+ * is not `napping`), so the application pays no wake-up per event it asks
+ * for, nor does a sender: its doorbell wakes sleepers on the link only.
+ */
+static void wire_nap(struct u4v_ctx *ctx, uint64_t ns, uint32_t seq)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ull),
+			       (long)(ns % 1000000000ull) };
+
+	syscall(SYS_futex, &ctx->nap_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL,
+		0);
 }
 
 /*
@@ -549,11 +657,12 @@ static void *progress_thread(void *arg)
 	/* timed waits should end on time, not 50 us late */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	while (!atomic_load(&ctx->stop)) {
-		uint64_t now = u4v_now(), deadline;
+		uint64_t now = u4v_now(), deadline, at;
 		uint64_t app = atomic_load_explicit(&ctx->app_poll_ns,
 						    memory_order_relaxed);
 		uint32_t seq = atomic_load(&ctx->nap_seq);
 		unsigned int frames;
+		bool batched;
 
 		/* app may be a little newer than now: compare without wrap */
 		bool app_recent = app + APP_POLL_RECENT_NS > now;
@@ -591,12 +700,22 @@ static void *progress_thread(void *arg)
 			last_frame = last_active = now;
 			continue; /* more may be waiting */
 		}
+		batched = events_batched(ctx, now, app_recent);
+		if (batched && !tx_waiting(ctx) &&
+		    (at = wire_nap_at(ctx, now))) {
+			wire_nap(ctx, at - now, seq);
+			continue;
+		}
 		/*
 		 * A burst is usually followed by more: polling a little longer
 		 * spares the sender a wake-up system call per doorbell. Not
-		 * while the application runs: it would compete for the core.
+		 * while the application runs: it would compete for the core;
+		 * nor when it sleeps on events and the wire comes in batches:
+		 * it chose the CPU over the latency, and the wake-up is one
+		 * per burst.
 		 */
-		if (!app_recent && now - last_frame < ctx->spin_ns) {
+		if (!app_recent && !batched &&
+		    now - last_frame < ctx->spin_ns) {
 			__builtin_ia32_pause();
 			continue;
 		}

@@ -510,6 +510,7 @@ static const struct u4l_ops sim_ops = {
     .tx_bound = sim_tx_bound,
     .rx_peek = sim_rx_peek,
     .rx_release = sim_rx_release,
+    .wire_due = sim_wire_due,
     .wait = sim_wait,
     .kick = sim_kick,
     .rx_covered = sim_rx_covered,

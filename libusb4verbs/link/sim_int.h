@@ -320,6 +320,7 @@ void sim_tx_bound(struct u4l_chan *chan, uint32_t frames);
 bool sim_chan_gone(struct u4l_chan *chan);
 int sim_rx_peek(struct u4l_chan *chan, struct u4l_rx_frame *frame);
 void sim_rx_release(struct u4l_chan *chan);
+void sim_wire_due(struct u4l_chan *chan, uint64_t *rx, uint64_t *tx);
 void sim_ring_layout(const struct sim_map *m, uint32_t idx, uint32_t d,
 		     struct sim_ring *r);
 void sim_chan_init_rings(const struct sim_map *m, uint32_t idx);

@@ -243,6 +243,44 @@ void sim_rx_release(struct u4l_chan *chan)
 
 /* ---- wait() support: runs concurrently with TX and RX ---- */
 
+/* t if it is still ahead (and not garbled by the peer), else 0. */
+static uint64_t ahead(uint64_t t, uint64_t now)
+{
+	return t > now && t - now < SIM_FUTURE_MAX_NS ? t : 0;
+}
+
+/*
+ * The wire delivers in order and departs in order, so the last frame
+ * moved into our RX ring arrives last, and the last one posted on our TX
+ * ring departs last. A TX frame not moved yet (waiting for an RX slot of
+ * the peer's) has no departure time: not known.
+ */
+void sim_wire_due(struct u4l_chan *chan, uint64_t *rx, uint64_t *tx)
+{
+	struct sim_chan_h *h = (struct sim_chan_h *)chan;
+	struct sim_ring *r = &h->ring[h->rxd], *t = &h->ring[h->txd];
+	uint32_t cons = __atomic_load_n(&h->rx_cons, __ATOMIC_RELAXED);
+	uint32_t fill = SIM_ONCE(r->ctl->rx_fill), w, i;
+	uint32_t prod = __atomic_load_n(&h->tx_prod, __ATOMIC_RELAXED);
+	uint64_t now = u4l_now_ns();
+
+	*rx = *tx = 0;
+	if (sim_chan_dead(h))
+		return;
+	if (fill != cons && fill - cons <= h->depth) {
+		i = (fill - 1) & h->mask;
+		w = __atomic_load_n(&r->rx_desc[i].w, __ATOMIC_ACQUIRE);
+		if (sim_d_flags(w) & SIM_DF_COMPLETED)
+			*rx = ahead(SIM_ONCE(r->rx_meta[i].arrival_ns), now);
+	}
+	if (prod != __atomic_load_n(&h->tx_reap, __ATOMIC_RELAXED)) {
+		i = (prod - 1) & h->mask;
+		w = __atomic_load_n(&t->tx_desc[i].w, __ATOMIC_ACQUIRE);
+		if (sim_d_flags(w) & SIM_DF_COMPLETED)
+			*tx = ahead(SIM_ONCE(t->tx_done[i]), now);
+	}
+}
+
 bool sim_chan_ready(struct sim_chan_h *h, uint64_t now, uint64_t *next)
 {
 	if (sim_chan_dead(h))

@@ -198,6 +198,55 @@ static void test_arrival_gating(void **state)
 	b->ops->close(b);
 }
 
+/* frames of a few hundred bytes stay on the wire for a quarter second */
+static void rate_10k_lat_50ms(struct u4l_sim_config *c)
+{
+	c->rate_bps = 10000;
+	c->latency_ns = 50000000;
+}
+
+/* wire_due(): when the last frame on its way arrives, and leaves. */
+static void test_wire_due(void **state)
+{
+	const char *n = make_cable("due", NULL, rate_10k_lat_50ms);
+	/* ns on the wire at 10 kb/s */
+	const uint64_t ser =
+	    (frame_len(0) + frame_len(1) + frame_len(2)) * 800000ull;
+	struct u4l_dev *a, *b;
+	struct u4l_chan *ca, *cb;
+	struct u4l_rx_frame f;
+	uint64_t rx, tx, t0;
+	uint32_t i;
+
+	pair(n, &a, &b, &ca, &cb);
+	a->ops->wire_due(ca, &rx, &tx);
+	assert_true(rx == 0 && tx == 0);
+	t0 = u4l_now_ns();
+	for (i = 0; i < 3; i++)
+		assert_true(send1(a, ca, i, U4L_PDF_DATA, i == 2));
+	/* the third frame leaves once the three are serialised */
+	a->ops->wire_due(ca, &rx, &tx);
+	assert_int_equal(rx, 0);
+	assert_true(tx >= t0 + ser);
+	assert_true(tx < t0 + ser + 1000000000ull);
+	b->ops->wire_due(cb, &rx, &tx);
+	assert_int_equal(tx, 0);
+	assert_true(rx >= t0 + ser + 50000000ull);
+	for (i = 0; i < 3; i++) {
+		while (b->ops->rx_peek(cb, &f) == 0)
+			assert_true(u4l_now_ns() - t0 < 5000000000ull);
+		assert_int_equal(check_frame(&f), i);
+		b->ops->rx_release(cb);
+	}
+	/* all there, all gone: nothing is due */
+	b->ops->wire_due(cb, &rx, &tx);
+	assert_true(rx == 0 && tx == 0);
+	a->ops->wire_due(ca, &rx, &tx);
+	assert_true(rx == 0 && tx == 0);
+	a->ops->close(a);
+	b->ops->close(b);
+}
+
 static void test_e2e_slow_receiver(void **state)
 {
 	const char *n = make_cable("e2e", NULL, depth16);
@@ -380,6 +429,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_ring_full, cleanup),
 	    cmocka_unit_test_teardown(test_throttled, cleanup),
 	    cmocka_unit_test_teardown(test_arrival_gating, cleanup),
+	    cmocka_unit_test_teardown(test_wire_due, cleanup),
 	    cmocka_unit_test_teardown(test_e2e_slow_receiver, cleanup),
 	    cmocka_unit_test_teardown(test_e2e_off_overflow, cleanup),
 	    cmocka_unit_test_teardown(test_bad_segment, cleanup),

@@ -166,6 +166,14 @@ struct u4l_ops {
 	int (*rx_peek)(struct u4l_chan *chan, struct u4l_rx_frame *frame);
 	/* Give the frame returned by rx_peek() back to the ring. */
 	void (*rx_release)(struct u4l_chan *chan);
+	/*
+	 * Optional, for a throttled link that knows its schedule. When what
+	 * is on the wire for this channel will be through (CLOCK_MONOTONIC
+	 * ns, 0: nothing, or not known): *rx the arrival of the last frame
+	 * already on its way to us, *tx the departure of the last frame on
+	 * our TX ring. Hints for sleeping; nothing is taken or released.
+	 */
+	void (*wire_due)(struct u4l_chan *chan, uint64_t *rx, uint64_t *tx);
 
 	/*
 	 * Sleep until a frame may be ready on any channel of this context, a
