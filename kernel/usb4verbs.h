@@ -69,6 +69,7 @@ struct u4k_half {
 	struct u4k_ucontext *uctx; /* owner; NULL once dead */
 	struct u4k_half *peer;	   /* the other half (itself: self-channel) */
 	u32 remote_ctx;
+	u32 lane; /* < U4V_MAX_LANES: one of the channels to remote_ctx */
 	u32 depth;
 	bool dead;
 	bool gone;    /* the remote context left (cross-end channels) */
@@ -109,9 +110,9 @@ struct u4k_chan {
  */
 enum u4k_msg_type {
 	U4K_MSG_MASK = 1, /* the sender's live contexts */
-	U4K_MSG_REQ,	  /* end 1 -> end 0: please open (a, b) */
-	U4K_MSG_OPEN,	  /* end 0 -> end 1: channel (a, b), join it */
-	U4K_MSG_CLOSE,	  /* forget channel (a, b) */
+	U4K_MSG_REQ,	  /* end 1 -> end 0: please open (a, b, lane) */
+	U4K_MSG_OPEN,	  /* end 0 -> end 1: channel (a, b, lane), join it */
+	U4K_MSG_CLOSE,	  /* forget channel (a, b, lane) */
 };
 
 struct u4k_msg {
@@ -122,7 +123,7 @@ struct u4k_msg {
 	u32 depth;   /* OPEN, LOGIN: ring depth, both ends must agree */
 	u32 hop;     /* OPEN: sender's RX HopID; reply: the responder's */
 	u32 version; /* Thunderbolt LOGIN: protocol version */
-	u32 reserved;
+	u32 lane;    /* REQ, OPEN, CLOSE: < U4V_MAX_LANES (version 2 on) */
 	u64 mask;    /* MASK: bit per live context of the sender */
 	u64 seq;     /* MASK: newer wins */
 };
@@ -135,7 +136,12 @@ struct u4k_msg {
  * command. usb4verbs_peer.c checks what the peer sends, usb4verbs_tb.c
  * moves the packets.
  */
-#define U4K_TB_PROTO_VER 1
+/*
+ * 2: REQ, OPEN and CLOSE name a lane (version 1's reserved word, always
+ * 0 there). A shim of version 1 would take every lane for lane 0, so the
+ * login wants the same version at both ends.
+ */
+#define U4K_TB_PROTO_VER 2
 #define U4K_TB_MIN_HOPID 8 /* the first HopID of a path (TB_PATH_MIN_HOPID) */
 
 /* Own copy of the XDomain header layout (private in 6.1). */
@@ -291,7 +297,8 @@ struct u4k_ucontext {
 	struct eventfd_ctx *evfd;
 	struct u4k_buf *status_buf;
 	struct u4v_status_page *status;
-	struct u4k_half *halves[U4V_MAX_CTX]; /* by remote context id */
+	/* by remote context id and lane */
+	struct u4k_half *halves[U4V_MAX_CTX][U4V_MAX_LANES];
 	struct list_head pending_chans;	      /* under cable->lock */
 	struct list_head graveyard;	      /* replaced halves */
 	spinlock_t cq_lock;
@@ -339,7 +346,7 @@ void u4k_cable_down(struct u4k_cable *cable);
 /* usb4verbs_proto.c */
 int u4k_ctx_attach(struct u4k_ucontext *uctx);
 void u4k_ctx_detach(struct u4k_ucontext *uctx);
-int u4k_proto_connect(struct u4k_ucontext *uctx, u32 remote);
+int u4k_proto_connect(struct u4k_ucontext *uctx, u32 remote, u32 lane);
 void u4k_proto_recv(struct u4k_cable *cable, struct u4k_msg *m);
 void u4k_proto_send_mask(struct u4k_cable *cable);
 
@@ -367,7 +374,7 @@ struct u4k_buf *u4k_buf_alloc(struct u4k_ucontext *uctx, size_t size,
 int u4k_buf_insert(struct u4k_ucontext *uctx, struct u4k_buf *buf);
 void u4k_buf_remove(struct u4k_buf *buf);
 void u4k_buf_free(struct u4k_buf *buf);
-int u4k_chan_new(struct u4k_ucontext *owner, u32 remote,
+int u4k_chan_new(struct u4k_ucontext *owner, u32 remote, u32 lane,
 		 struct u4k_half **out);
 struct u4k_half *u4k_chan_pair(struct u4k_half *h0,
 			       struct u4k_ucontext *owner);
@@ -375,10 +382,10 @@ void u4k_half_kill(struct u4k_half *h);
 void u4k_half_gone(struct u4k_half *h);
 void u4k_half_install(struct u4k_ucontext *uctx, struct u4k_half *h,
 		      bool notify);
-int u4k_chan_get(struct u4k_ucontext *uctx, u32 remote,
+int u4k_chan_get(struct u4k_ucontext *uctx, u32 remote, u32 lane,
 		 struct u4v_chan_info *info);
-int u4k_doorbell(struct u4k_ucontext *uctx, u32 remote, bool has_tx,
-		 u32 tx_prod, bool has_rx, u32 rx_cons);
+int u4k_doorbell(struct u4k_ucontext *uctx, u32 remote, u32 lane,
+		 bool has_tx, u32 tx_prod, bool has_rx, u32 rx_cons);
 void u4k_ctx_release_chans(struct u4k_ucontext *uctx);
 void u4k_half_wake(struct u4k_half *h, bool rx);
 bool u4k_direct_poll(struct u4k_half *h);

@@ -187,6 +187,11 @@ static int u4k_ctx_reply(struct u4k_ucontext *uctx, struct ib_udata *udata)
 	resp.status_len = PAGE_SIZE;
 	resp.node_guid = dev->guid;
 	resp.wire_rate = dev->cable->wire_rate;
+	/*
+	 * Unknown (0): the soft engine does not pace its rings, and an NHI's
+	 * rate per ring is not measured here. Lanes are the provider's call.
+	 */
+	resp.ring_rate = 0;
 	return ib_copy_to_udata(udata, &resp, sizeof(resp));
 }
 
@@ -196,17 +201,19 @@ static int u4k_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 	struct u4v_alloc_ucontext_req req;
 	int ret;
 
-	if (udata->inlen < sizeof(req) ||
-	    udata->outlen < sizeof(struct u4v_alloc_ucontext_resp))
+	if (udata->inlen < sizeof(req))
 		return -EINVAL;
 	ret = ib_copy_from_udata(&req, udata, sizeof(req));
 	if (ret)
 		return ret;
+	/* before the response's size: another ABI's may differ */
 	if (req.abi_version != U4V_ABI_VERSION) {
 		ibdev_dbg(ibuc->device, "provider ABI %u, kernel %u\n",
 			  req.abi_version, U4V_ABI_VERSION);
 		return -EPROTO;
 	}
+	if (udata->outlen < sizeof(struct u4v_alloc_ucontext_resp))
+		return -EINVAL;
 	uctx->direct = req.flags & U4V_UCTX_REQ_DIRECT;
 	/* writable rings hand out the controller's DMA */
 	if (uctx->direct && (!u4k_allow_direct || !capable(CAP_SYS_RAWIO)))
@@ -514,13 +521,16 @@ static int UVERBS_HANDLER(U4V_METHOD_CHAN_GET)(struct uverbs_attr_bundle *attrs)
 {
 	struct ib_ucontext *ibuc = ib_uverbs_get_ucontext(attrs);
 	struct u4v_chan_info info;
-	u32 remote;
+	u32 remote, lane = 0;
 	int ret;
 
 	if (IS_ERR(ibuc))
 		return PTR_ERR(ibuc);
-	ret = uverbs_copy_from(&remote, attrs, U4V_ATTR_CHAN_GET_REMOTE) ?:
-	      u4k_chan_get(to_u4k_uctx(ibuc), remote, &info);
+	ret = uverbs_copy_from(&remote, attrs, U4V_ATTR_CHAN_GET_REMOTE);
+	if (!ret && uverbs_attr_is_valid(attrs, U4V_ATTR_CHAN_GET_LANE))
+		ret = uverbs_copy_from(&lane, attrs, U4V_ATTR_CHAN_GET_LANE);
+	if (!ret)
+		ret = u4k_chan_get(to_u4k_uctx(ibuc), remote, lane, &info);
 	return ret ?: uverbs_copy_to(attrs, U4V_ATTR_CHAN_GET_INFO, &info,
 				     sizeof(info));
 }
@@ -530,20 +540,22 @@ static int UVERBS_HANDLER(U4V_METHOD_DOORBELL)(struct uverbs_attr_bundle *attrs)
 	struct ib_ucontext *ibuc = ib_uverbs_get_ucontext(attrs);
 	bool tx = uverbs_attr_is_valid(attrs, U4V_ATTR_DOORBELL_TX_PROD);
 	bool rx = uverbs_attr_is_valid(attrs, U4V_ATTR_DOORBELL_RX_CONS);
-	u32 remote, tx_prod = 0, rx_cons = 0;
+	u32 remote, lane = 0, tx_prod = 0, rx_cons = 0;
 	int ret;
 
 	if (IS_ERR(ibuc))
 		return PTR_ERR(ibuc);
 	ret = uverbs_copy_from(&remote, attrs, U4V_ATTR_DOORBELL_REMOTE);
+	if (!ret && uverbs_attr_is_valid(attrs, U4V_ATTR_DOORBELL_LANE))
+		ret = uverbs_copy_from(&lane, attrs, U4V_ATTR_DOORBELL_LANE);
 	if (!ret && tx)
 		ret = uverbs_copy_from(&tx_prod, attrs,
 				       U4V_ATTR_DOORBELL_TX_PROD);
 	if (!ret && rx)
 		ret = uverbs_copy_from(&rx_cons, attrs,
 				       U4V_ATTR_DOORBELL_RX_CONS);
-	return ret ?: u4k_doorbell(to_u4k_uctx(ibuc), remote, tx, tx_prod, rx,
-				   rx_cons);
+	return ret ?: u4k_doorbell(to_u4k_uctx(ibuc), remote, lane, tx, tx_prod,
+				   rx, rx_cons);
 }
 
 static int
@@ -564,7 +576,10 @@ DECLARE_UVERBS_NAMED_METHOD(U4V_METHOD_CHAN_GET,
 					       UA_MANDATORY),
 			    UVERBS_ATTR_PTR_OUT(U4V_ATTR_CHAN_GET_INFO,
 						UVERBS_ATTR_TYPE(struct u4v_chan_info),
-						UA_MANDATORY));
+						UA_MANDATORY),
+			    UVERBS_ATTR_PTR_IN(U4V_ATTR_CHAN_GET_LANE,
+					       UVERBS_ATTR_TYPE(u32),
+					       UA_OPTIONAL));
 
 DECLARE_UVERBS_NAMED_METHOD(U4V_METHOD_DOORBELL,
 			    UVERBS_ATTR_PTR_IN(U4V_ATTR_DOORBELL_REMOTE,
@@ -574,6 +589,9 @@ DECLARE_UVERBS_NAMED_METHOD(U4V_METHOD_DOORBELL,
 					       UVERBS_ATTR_TYPE(u32),
 					       UA_OPTIONAL),
 			    UVERBS_ATTR_PTR_IN(U4V_ATTR_DOORBELL_RX_CONS,
+					       UVERBS_ATTR_TYPE(u32),
+					       UA_OPTIONAL),
+			    UVERBS_ATTR_PTR_IN(U4V_ATTR_DOORBELL_LANE,
 					       UVERBS_ATTR_TYPE(u32),
 					       UA_OPTIONAL));
 

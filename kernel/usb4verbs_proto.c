@@ -13,6 +13,10 @@
  * with REQ. Since only end 0 sends OPEN, two contexts connecting to each
  * other at once get one channel.
  *
+ * Two contexts may hold several channels, their lanes (U4V_MAX_LANES):
+ * every message names one, and each is made, budgeted and closed on its
+ * own like lane 0; a context that leaves takes all of its lanes along.
+ *
  * Locks: end 0 holds its cable->lock while OPEN runs at end 1, which takes
  * end 1's. No other path holds a cable lock while sending, so the order is
  * always end 0 before end 1.
@@ -105,11 +109,11 @@ static void u4k_proto_count(struct u4k_cable *cable, struct u4k_half *h)
 	cable->nr_channels++;
 }
 
-/* Under cable->lock (end 0): make channel (a, b) unless it exists. */
-static int u4k_proto_open(struct u4k_cable *cable, u32 a, u32 b)
+/* Under cable->lock (end 0): make channel (a, b, lane) unless it exists. */
+static int u4k_proto_open(struct u4k_cable *cable, u32 a, u32 b, u32 lane)
 {
 	struct u4k_msg m = { .type = U4K_MSG_OPEN, .a = a, .b = b,
-			     .depth = u4k_ring_depth };
+			     .depth = u4k_ring_depth, .lane = lane };
 	const struct u4k_cable_ops *ops = cable->ops;
 	struct u4k_ucontext *x = cable->ctx[a];
 	bool joined = false; /* end 1 has, or may have, joined */
@@ -120,12 +124,12 @@ static int u4k_proto_open(struct u4k_cable *cable, u32 a, u32 b)
 		return -ENOLINK;
 	if (!x || !(cable->remote_mask & BIT_ULL(b)))
 		return -EHOSTUNREACH;
-	h = x->halves[b];
+	h = x->halves[b][lane];
 	if (h && !u4k_half_stale(h))
 		return 0;
 	if (cable->nr_channels >= cable->max_channels)
 		return -ENOSPC;
-	ret = u4k_chan_new(x, b, &h);
+	ret = u4k_chan_new(x, b, lane, &h);
 	if (ret)
 		return ret;
 	u4k_proto_count(cable, h); /* u4k_half_kill gives it back */
@@ -156,7 +160,7 @@ static int u4k_proto_open(struct u4k_cable *cable, u32 a, u32 b)
 	return 0;
 }
 
-/* End 1, under cable->lock: join channel (a, b) for our context b. */
+/* End 1, under cable->lock: join channel (a, b, lane) for our context b. */
 static int u4k_proto_join(struct u4k_cable *cable, struct u4k_msg *m)
 {
 	struct u4k_ucontext *y = cable->ctx[m->b];
@@ -170,7 +174,7 @@ static int u4k_proto_join(struct u4k_cable *cable, struct u4k_msg *m)
 	 * End 0 opens only a channel it has no live half of: ours is left
 	 * from an OPEN whose answer it never got (nor our CLOSE). It goes.
 	 */
-	h = y->halves[m->a];
+	h = y->halves[m->a][m->lane];
 	if (h && !u4k_half_stale(h))
 		u4k_half_gone(h);
 	if (cable->nr_channels >= cable->max_channels)
@@ -183,13 +187,14 @@ static int u4k_proto_join(struct u4k_cable *cable, struct u4k_msg *m)
 	return 0;
 }
 
-/* Under cable->lock: our half of (local, remote) is dead weight now. */
-static void u4k_proto_forget(struct u4k_cable *cable, u32 local, u32 remote)
+/* Under cable->lock: our half of (local, remote, lane) is dead weight now. */
+static void u4k_proto_forget(struct u4k_cable *cable, u32 local, u32 remote,
+			     u32 lane)
 {
 	struct u4k_ucontext *c = cable->ctx[local];
 
-	if (c && c->halves[remote])
-		u4k_half_gone(c->halves[remote]);
+	if (c && c->halves[remote][lane])
+		u4k_half_gone(c->halves[remote][lane]);
 }
 
 /* The other end's live set changed: channels to those who left go. */
@@ -199,7 +204,7 @@ static void u4k_proto_mask(struct u4k_cable *cable, struct u4k_msg *m)
 	u64 theirs = cable->end ? GENMASK_ULL(U4K_CTX_PER_END - 1, 0) :
 				  GENMASK_ULL(U4V_MAX_CTX - 1, U4K_CTX_PER_END);
 	u64 left;
-	u32 i, j;
+	u32 i, j, l;
 
 	if (m->seq <= cable->remote_seq)
 		return; /* an older MASK overtaken by a newer one */
@@ -209,7 +214,8 @@ static void u4k_proto_mask(struct u4k_cable *cable, struct u4k_msg *m)
 	for (j = 0; j < U4V_MAX_CTX; j++)
 		if (left & BIT_ULL(j))
 			for (i = 0; i < U4V_MAX_CTX; i++)
-				u4k_proto_forget(cable, i, j);
+				for (l = 0; l < U4V_MAX_LANES; l++)
+					u4k_proto_forget(cable, i, j, l);
 	u4k_cable_publish(cable);
 }
 
@@ -221,7 +227,7 @@ void u4k_proto_recv(struct u4k_cable *cable, struct u4k_msg *m)
 
 	if (m->type != U4K_MSG_MASK &&
 	    (!u4k_local_ctx(cable, local) || remote >= U4V_MAX_CTX ||
-	     u4k_local_ctx(cable, remote))) {
+	     u4k_local_ctx(cable, remote) || m->lane >= U4V_MAX_LANES)) {
 		m->status = -EINVAL;
 		return;
 	}
@@ -233,14 +239,15 @@ void u4k_proto_recv(struct u4k_cable *cable, struct u4k_msg *m)
 			u4k_proto_mask(cable, m);
 			break;
 		case U4K_MSG_REQ:
-			m->status = end0 ? u4k_proto_open(cable, m->a, m->b) :
+			m->status = end0 ? u4k_proto_open(cable, m->a, m->b,
+							   m->lane) :
 					   -EINVAL;
 			break;
 		case U4K_MSG_OPEN:
 			m->status = end0 ? -EINVAL : u4k_proto_join(cable, m);
 			break;
 		case U4K_MSG_CLOSE:
-			u4k_proto_forget(cable, local, remote);
+			u4k_proto_forget(cable, local, remote, m->lane);
 			break;
 		default:
 			m->status = -EOPNOTSUPP;
@@ -249,17 +256,17 @@ void u4k_proto_recv(struct u4k_cable *cable, struct u4k_msg *m)
 	mutex_unlock(&cable->lock);
 }
 
-/* Make sure uctx has a channel to remote, a context of the other end. */
-int u4k_proto_connect(struct u4k_ucontext *uctx, u32 remote)
+/* Make sure uctx has lane `lane` to remote, a context of the other end. */
+int u4k_proto_connect(struct u4k_ucontext *uctx, u32 remote, u32 lane)
 {
 	struct u4k_cable *cable = u4k_cable_of(uctx);
 	struct u4k_msg m = { .type = U4K_MSG_REQ, .a = remote,
-			     .b = uctx->ctx_id };
+			     .b = uctx->ctx_id, .lane = lane };
 	struct u4k_half *h;
 	int ret = 0;
 
 	mutex_lock(&cable->lock);
-	h = uctx->halves[remote];
+	h = uctx->halves[remote][lane];
 	if (h && !u4k_half_stale(h))
 		goto out;
 	if (!(cable->remote_mask & BIT_ULL(remote))) {
@@ -267,7 +274,7 @@ int u4k_proto_connect(struct u4k_ucontext *uctx, u32 remote)
 		goto out;
 	}
 	if (cable->end == 0) {
-		ret = u4k_proto_open(cable, uctx->ctx_id, remote);
+		ret = u4k_proto_open(cable, uctx->ctx_id, remote, lane);
 		goto out;
 	}
 	mutex_unlock(&cable->lock);

@@ -88,6 +88,7 @@ static void u4k_half_fill_info(struct u4k_half *h, struct u4v_chan_info *info)
 		      (h->direct ? U4V_CHAN_DIRECT : 0);
 	info->tx_hop = h->tx_hop;
 	info->rx_hop = h->rx_hop;
+	info->lane = h->lane;
 	for (i = 0; i < U4V_MAP_NR; i++) {
 		/* the doorbell pages belong to the context (direct only) */
 		b = i < U4V_MAP_TX_DB ? h->buf[i] :
@@ -112,7 +113,7 @@ static void u4k_half_remove_bufs(struct u4k_half *h)
  * starts posted; TX descriptors are written by the doorbell.
  */
 static int u4k_half_init(struct u4k_half *h, struct u4k_chan *chan,
-			 struct u4k_ucontext *owner, u32 remote)
+			 struct u4k_ucontext *owner, u32 remote, u32 lane)
 {
 	u32 i, depth = u4k_ring_depth;
 	size_t ring = depth * sizeof(struct u4v_desc);
@@ -133,6 +134,7 @@ static int u4k_half_init(struct u4k_half *h, struct u4k_chan *chan,
 	h->chan = chan;
 	h->uctx = owner;
 	h->remote_ctx = remote;
+	h->lane = lane;
 	h->depth = depth;
 	h->direct = direct;
 	INIT_LIST_HEAD(&h->pending);
@@ -150,12 +152,12 @@ static int u4k_half_init(struct u4k_half *h, struct u4k_chan *chan,
 	h->tx_pool = h->buf[U4V_MAP_TX_POOL]->kva;
 	h->rx_pool = h->buf[U4V_MAP_RX_POOL]->kva;
 	if (direct && owner->db[0]->kva) {
-		/* soft cable: slot = remote context id (TB: its ring hops) */
-		h->tx_hop = remote;
-		h->rx_hop = remote;
-		h->tx_db = owner->db[0]->kva + remote * U4V_DB_SLOT_SIZE +
+		/* soft cable: a slot per (remote context, lane); TB: ring hops */
+		h->tx_hop = remote * U4V_MAX_LANES + lane;
+		h->rx_hop = h->tx_hop;
+		h->tx_db = owner->db[0]->kva + h->tx_hop * U4V_DB_SLOT_SIZE +
 			   U4V_DB_PROD_CONS;
-		h->rx_db = owner->db[1]->kva + remote * U4V_DB_SLOT_SIZE +
+		h->rx_db = owner->db[1]->kva + h->rx_hop * U4V_DB_SLOT_SIZE +
 			   U4V_DB_PROD_CONS;
 		WRITE_ONCE(*h->tx_db, 0);
 		WRITE_ONCE(*h->rx_db, depth - 1); /* all but one posted */
@@ -241,37 +243,39 @@ static void u4k_half_retire(struct u4k_ucontext *uctx, struct u4k_half *h)
 	u4k_half_uncount(h, u4k_cable_of(uctx));
 }
 
-/* Under cable->lock, at context teardown. */
+/* Under cable->lock, at context teardown: every lane's budget back. */
 void u4k_ctx_release_chans(struct u4k_ucontext *uctx)
 {
 	struct u4k_half *h, *tmp;
-	u32 i;
+	u32 i, l;
 
 	for (i = 0; i < U4V_MAX_CTX; i++) {
-		h = uctx->halves[i];
-		if (!h)
-			continue;
-		WRITE_ONCE(uctx->halves[i], NULL);
-		u4k_half_kill(h);
+		for (l = 0; l < U4V_MAX_LANES; l++) {
+			h = uctx->halves[i][l];
+			if (!h)
+				continue;
+			WRITE_ONCE(uctx->halves[i][l], NULL);
+			u4k_half_kill(h);
+		}
 	}
 	list_for_each_entry_safe(h, tmp, &uctx->graveyard, pending)
 		u4k_half_kill(h);
 }
 
 /*
- * Under cable->lock: h becomes uctx's half to h->remote_ctx, retiring a
- * stale one; with notify, uctx learns of it (chan_gen, eventfd, and the
- * next U4V_CHAN_NEXT).
+ * Under cable->lock: h becomes uctx's half to h->remote_ctx in its lane,
+ * retiring a stale one; with notify, uctx learns of it (chan_gen, eventfd,
+ * and the next U4V_CHAN_NEXT).
  */
 void u4k_half_install(struct u4k_ucontext *uctx, struct u4k_half *h,
 		      bool notify)
 {
-	struct u4k_half *old = uctx->halves[h->remote_ctx];
+	struct u4k_half *old = uctx->halves[h->remote_ctx][h->lane];
 
 	if (old)
 		u4k_half_retire(uctx, old);
 	clear_bit(h->remote_ctx, (unsigned long *)&uctx->status->stale_mask);
-	WRITE_ONCE(uctx->halves[h->remote_ctx], h);
+	WRITE_ONCE(uctx->halves[h->remote_ctx][h->lane], h);
 	if (!notify)
 		return;
 	list_add_tail(&h->pending, &uctx->pending_chans);
@@ -280,8 +284,8 @@ void u4k_half_install(struct u4k_ucontext *uctx, struct u4k_half *h,
 		u4k_eventfd_signal(uctx->evfd);
 }
 
-/* A channel with one half, owner's, to context remote (not installed). */
-int u4k_chan_new(struct u4k_ucontext *owner, u32 remote,
+/* A channel with one half, owner's, to (remote, lane) (not installed). */
+int u4k_chan_new(struct u4k_ucontext *owner, u32 remote, u32 lane,
 		 struct u4k_half **out)
 {
 	struct u4k_chan *chan = kzalloc(sizeof(*chan), GFP_KERNEL);
@@ -291,7 +295,7 @@ int u4k_chan_new(struct u4k_ucontext *owner, u32 remote,
 		return -ENOMEM;
 	mutex_init(&chan->lock);
 	chan->nr_alive = 1;
-	ret = u4k_half_init(&chan->side[0], chan, owner, remote);
+	ret = u4k_half_init(&chan->side[0], chan, owner, remote, lane);
 	if (ret) {
 		kfree(chan);
 		return ret;
@@ -308,7 +312,7 @@ struct u4k_half *u4k_chan_pair(struct u4k_half *h0, struct u4k_ucontext *owner)
 {
 	struct u4k_chan *chan = h0->chan;
 	struct u4k_half *h1 = &chan->side[1];
-	int ret = u4k_half_init(h1, chan, owner, h0->uctx->ctx_id);
+	int ret = u4k_half_init(h1, chan, owner, h0->uctx->ctx_id, h0->lane);
 
 	if (ret)
 		return ERR_PTR(ret);
@@ -325,7 +329,7 @@ static int u4k_chan_loopback(struct u4k_ucontext *x, struct u4k_ucontext *y,
 			     struct u4k_half **out)
 {
 	struct u4k_half *h0, *h1;
-	int ret = u4k_chan_new(x, y->ctx_id, &h0);
+	int ret = u4k_chan_new(x, y->ctx_id, 0, &h0);
 
 	if (ret)
 		return ret;
@@ -344,8 +348,11 @@ static int u4k_chan_loopback(struct u4k_ucontext *x, struct u4k_ucontext *y,
 	return 0;
 }
 
-/* The channel to remote (made on the way), or the next one we were given. */
-int u4k_chan_get(struct u4k_ucontext *uctx, u32 remote,
+/*
+ * Lane `lane` of the channels to remote (made on the way), or the next one
+ * we were given (any lane).
+ */
+int u4k_chan_get(struct u4k_ucontext *uctx, u32 remote, u32 lane,
 		 struct u4v_chan_info *info)
 {
 	struct u4k_cable *cable = u4k_cable_of(uctx);
@@ -354,10 +361,13 @@ int u4k_chan_get(struct u4k_ucontext *uctx, u32 remote,
 	struct u4k_half *h;
 	int ret;
 
-	if (!next && remote >= U4V_MAX_CTX)
+	if (!next && (remote >= U4V_MAX_CTX || lane >= U4V_MAX_LANES))
 		return -EINVAL;
+	/* within one end no ring is involved: another lane is no faster */
+	if (!next && !cross && lane)
+		return -EOPNOTSUPP;
 	/* across the cable the protocol makes (or finds) the channel */
-	ret = cross ? u4k_proto_connect(uctx, remote) : 0;
+	ret = cross ? u4k_proto_connect(uctx, remote, lane) : 0;
 	if (ret)
 		return ret;
 	mutex_lock(&cable->lock);
@@ -368,7 +378,7 @@ int u4k_chan_get(struct u4k_ucontext *uctx, u32 remote,
 	} else if (!cable->up) {
 		ret = -ENOLINK;
 	} else {
-		h = uctx->halves[remote];
+		h = uctx->halves[remote][lane];
 		if (cross) /* the peer may have left since the protocol ran */
 			ret = h && !u4k_half_stale(h) ? 0 : -EHOSTUNREACH;
 		else if (!cable->ctx[remote])
@@ -538,16 +548,16 @@ static void u4k_half_reap(struct u4k_half *h)
 		h->rx_done++;
 }
 
-int u4k_doorbell(struct u4k_ucontext *uctx, u32 remote, bool has_tx,
-		 u32 tx_prod, bool has_rx, u32 rx_cons)
+int u4k_doorbell(struct u4k_ucontext *uctx, u32 remote, u32 lane,
+		 bool has_tx, u32 tx_prod, bool has_rx, u32 rx_cons)
 {
 	struct u4k_half *h;
 	int ret = 0;
 
-	if (remote >= U4V_MAX_CTX)
+	if (remote >= U4V_MAX_CTX || lane >= U4V_MAX_LANES)
 		return -EINVAL;
 	/* only this context's own channels are reachable from here */
-	h = READ_ONCE(uctx->halves[remote]);
+	h = READ_ONCE(uctx->halves[remote][lane]);
 	if (!h)
 		return -ENOENT;
 	if (h->direct)

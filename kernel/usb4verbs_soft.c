@@ -78,6 +78,7 @@ static DECLARE_WAIT_QUEUE_HEAD(u4k_engine_wq);
 /* One pass over every direct context's channels of one end. */
 static bool u4k_soft_scan(struct u4k_cable *cable)
 {
+	struct u4k_half *h;
 	struct u4k_ucontext *c;
 	bool busy = false;
 	u32 i, j;
@@ -85,9 +86,13 @@ static bool u4k_soft_scan(struct u4k_cable *cable)
 	mutex_lock(&cable->lock);
 	for (i = 0; i < U4V_MAX_CTX; i++) {
 		c = cable->ctx[i];
-		for (j = 0; c && c->direct && j < U4V_MAX_CTX; j++)
-			if (c->halves[j] && u4k_direct_poll(c->halves[j]))
+		/* every lane of every remote context, in one flat sweep */
+		for (j = 0; c && c->direct && j < U4V_MAX_CTX * U4V_MAX_LANES;
+		     j++) {
+			h = c->halves[j / U4V_MAX_LANES][j % U4V_MAX_LANES];
+			if (h && u4k_direct_poll(h))
 				busy = true;
+		}
 	}
 	mutex_unlock(&cable->lock);
 	return busy;

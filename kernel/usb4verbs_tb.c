@@ -409,7 +409,7 @@ static struct u4k_half *u4k_tb_chan_join(struct u4k_cable *cable,
 	struct u4k_half *h;
 	int ret;
 
-	ret = u4k_chan_new(owner, m->a, &h);
+	ret = u4k_chan_new(owner, m->a, m->lane, &h);
 	if (ret)
 		return ERR_PTR(ret);
 	ret = u4k_tb_chan_open(h, &mine) ?: u4k_tb_chan_connect(h, m);

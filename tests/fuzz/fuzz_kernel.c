@@ -232,12 +232,15 @@ FUZZ_CHECKER static u32 fk_check_owner(struct u4k_ucontext *c)
 	struct u4k_half *h;
 	u32 r, counted = 0;
 
-	for (r = 0; r < U4V_MAX_CTX; r++) {
-		h = c->halves[r];
+	for (r = 0; r < U4V_MAX_CTX * U4V_MAX_LANES; r++) {
+		h = c->halves[r / U4V_MAX_LANES][r % U4V_MAX_LANES];
 		if (!h)
 			continue;
-		if (h->remote_ctx != r || h->uctx != c)
-			fk_fail("a half installed under another id or owner");
+		if (h->remote_ctx != r / U4V_MAX_LANES ||
+		    h->lane != r % U4V_MAX_LANES || h->uctx != c)
+			fk_fail("a half installed under another id, lane or owner");
+		if (h->lane && h->chan->loopback)
+			fk_fail("a lane past 0 within one end");
 		if (h->chan->loopback && h->gone)
 			fk_fail(
 			    "a channel of our own end made stale by the peer");

@@ -41,8 +41,8 @@ void fk_check_ret(long ret);
 /*
  * The cable's bookkeeping holds: contexts only of our end, the live set
  * as they are, the budget as many units as halves hold one and never more
- * than the cable has, halves installed under their remote id with their
- * owner, and no channel between two of our contexts made stale by
+ * than the cable has, halves installed under their remote id and lane
+ * with their owner (lanes past 0 only across the cable), and no channel between two of our contexts made stale by
  * anything the other end said (it knows nothing of them). Aborts if not.
  */
 void fk_check_cable(struct u4k_cable *cable);

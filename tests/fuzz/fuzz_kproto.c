@@ -4,11 +4,13 @@
  * module's own files (kernel/usb4verbs_{main,peer,proto,ring,soft}.c, with
  * tests/fuzz/kernel_user.h for the kernel APIs). One end of a Thunderbolt
  * cable, whose other host is the input: its requests (any bytes, or
- * well-formed LOGIN, LOGOUT, MASK, REQ, OPEN, CLOSE with any fields, the
+ * well-formed LOGIN, LOGOUT, MASK, REQ, OPEN, CLOSE with any fields (any
+ * lane), the
  * two parts of a MAD in any order and number), its
  * answers to every request of ours (timeouts, late or foreign answers,
  * any status or HopID), in any order with what our side does meanwhile:
- * contexts come and go, connect, take channels, ring doorbells, the cable
+ * contexts come and go, connect (any lane), take channels, ring doorbells
+ * (any lane), the cable
  * is unplugged and its device removed, and logins start over. What
  * usb4verbs_tb.c does with Thunderbolt around those files is done here the
  * same way, without hardware. After every event the cable's bookkeeping
@@ -80,6 +82,8 @@ static void msg_in(struct u4k_msg *m, u32 type)
 		m->hop = HOP_BASE + m->hop % 64;
 	if (how & 64)
 		m->status = 0;
+	if (how & 128)
+		m->lane %= U4V_MAX_LANES;
 }
 
 static void hdr_fill(struct u4k_tb_hdr *h, u32 type, u32 command,
@@ -192,7 +196,7 @@ static struct u4k_half *fk_chan_join(struct u4k_cable *cable,
 	int ret;
 
 	(void)cable;
-	ret = u4k_chan_new(owner, m->a, &h);
+	ret = u4k_chan_new(owner, m->a, m->lane, &h);
 	if (ret)
 		return ERR_PTR(ret);
 	ret = fk_chan_open(h, &mine) ?: fk_chan_connect(h, m);
@@ -350,8 +354,9 @@ static void ev(enum ev e)
 {
 	struct u4k_ucontext *c;
 	struct u4v_chan_info info;
-	u32 remote;
+	u32 remote, lane;
 	int i, err;
+	u8 b;
 
 	switch (e) {
 	case EV_PEER_REQUEST:
@@ -371,21 +376,26 @@ static void ev(enum ev e)
 		break;
 	case EV_CONNECT:
 		c = ctx_in();
-		remote = fk_byte() % (U4V_MAX_CTX + 2);
+		/* one byte: the lane in its high bits (0 .. 3) */
+		b = fk_byte();
+		remote = b % (U4V_MAX_CTX + 2);
+		lane = b / (U4V_MAX_CTX + 2);
 		if (c)
-			fk_check_ret(u4k_chan_get(c, remote, &info));
+			fk_check_ret(u4k_chan_get(c, remote, lane, &info));
 		break;
 	case EV_NEXT:
 		c = ctx_in();
 		if (c)
-			fk_check_ret(u4k_chan_get(c, U4V_CHAN_NEXT, &info));
+			fk_check_ret(u4k_chan_get(c, U4V_CHAN_NEXT, 0, &info));
 		break;
 	case EV_DOORBELL:
 		c = ctx_in();
-		remote = fk_byte() % U4V_MAX_CTX;
+		b = fk_byte();
+		remote = b % U4V_MAX_CTX;
+		lane = b / U4V_MAX_CTX;
 		if (c)
-			fk_check_ret(u4k_doorbell(c, remote, true, fk_u32(),
-						  true, fk_u32()));
+			fk_check_ret(u4k_doorbell(c, remote, lane, true,
+						  fk_u32(), true, fk_u32()));
 		break;
 	case EV_MASK:
 		if (fk.cable)

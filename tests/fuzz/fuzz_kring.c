@@ -67,7 +67,7 @@ static struct u4k_half *half(int s)
 {
 	struct u4k_ucontext *c = fk.ctx[s], *other = fk.ctx[fk.self ? s : !s];
 
-	return c && other ? c->halves[other->ctx_id] : NULL;
+	return c && other ? c->halves[other->ctx_id][0] : NULL;
 }
 
 /* Side s (re)connects to the other side, which takes its half. */
@@ -78,9 +78,9 @@ static void connect(int s)
 
 	if (!c || !o)
 		return;
-	fk_check_ret(u4k_chan_get(c, o->ctx_id, &info));
+	fk_check_ret(u4k_chan_get(c, o->ctx_id, 0, &info));
 	if (o != c)
-		fk_check_ret(u4k_chan_get(o, U4V_CHAN_NEXT, &info));
+		fk_check_ret(u4k_chan_get(o, U4V_CHAN_NEXT, 0, &info));
 }
 
 static void open_side(int s)
@@ -122,7 +122,7 @@ static void ev(u8 op)
 		how = fk_byte();
 		if (h)
 			fk_check_ret(u4k_doorbell(fk.ctx[s], h->remote_ctx,
-						  how & 1, index_in(h->tx_prod),
+						  h->lane, how & 1, index_in(h->tx_prod),
 						  how & 2,
 						  index_in(h->rx_rel)));
 		break;

@@ -17,12 +17,18 @@
 #include <rdma/ib_user_ioctl_cmds.h>
 
 /* Provider / kernel ABI version: bump on any incompatible change. */
-#define U4V_ABI_VERSION 5
+#define U4V_ABI_VERSION 6
 
 #define U4V_FRAME_SIZE 4096u /* one frame buffer, no scatter-gather */
 #define U4V_RING_DEPTH_MIN 16u
 #define U4V_RING_DEPTH_MAX 4096u
 #define U4V_MAX_CTX 64u /* contexts per cable: ids 0-31 end 0, 32-63 end 1 */
+/*
+ * Channels (lanes) between one pair of contexts: lane 0 and up to three
+ * more, each a ring pair of its own in the cable's channel budget, for
+ * when one ring pair moves less than the wire.
+ */
+#define U4V_MAX_LANES 4u
 
 /*
  * The NHI ring descriptor (16 bytes, little-endian), as the hardware and
@@ -92,6 +98,7 @@ struct u4v_alloc_ucontext_resp {
 	__aligned_u64 status_len;
 	__aligned_u64 node_guid;
 	__aligned_u64 wire_rate; /* payload bytes/s per direction, 0 = n/a */
+	__aligned_u64 ring_rate; /* bytes/s one ring pair moves, 0 = unknown */
 };
 
 /* Read-only page per context, updated by the kernel. */
@@ -104,9 +111,9 @@ struct u4v_status_page {
 	__u32 cable_up;	  /* 0 once the cable went away (unplug, logout) */
 	__u32 reserved;
 	/*
-	 * Bit per remote context whose channel with us is stale (that context
-	 * left): nothing sent on it arrives. Cleared when a new channel to
-	 * that id is made (a connect, or the peer's).
+	 * Bit per remote context whose channels with us are stale (that
+	 * context left): nothing sent on them arrives. Cleared when a new
+	 * channel (of any lane) to that id is made (a connect, or the peer's).
 	 */
 	__aligned_u64 stale_mask;
 };
@@ -147,7 +154,7 @@ struct u4v_chan_info {
 	__u32 flags;	  /* U4V_CHAN_* */
 	__u32 tx_hop;	  /* direct mode: slot in the TX_DB page */
 	__u32 rx_hop;	  /* direct mode: slot in the RX_DB page */
-	__u32 reserved;
+	__u32 lane;	  /* < U4V_MAX_LANES */
 	__aligned_u64 off[U4V_MAP_NR]; /* mmap offsets; 0 = not mapped */
 	__aligned_u64 len[U4V_MAP_NR];
 };
@@ -160,27 +167,31 @@ enum u4v_methods {
 };
 
 /*
- * Channel get: the channel to context REMOTE, made (or found) on the way;
- * with REMOTE = U4V_CHAN_NEXT, the next channel a peer made to us that we
- * have not been told of yet (ENOENT: none).
+ * Channel get: lane LANE (default 0) of the channels to context REMOTE,
+ * made (or found) on the way; ENOSPC when the channel budget is spent,
+ * EOPNOTSUPP for a lane past 0 within one end (loopback: no ring to add).
+ * With REMOTE = U4V_CHAN_NEXT, the next channel of any lane a peer made
+ * to us that we have not been told of yet (ENOENT: none); LANE is ignored.
  */
 #define U4V_CHAN_NEXT 0xffffffffu
 
 enum u4v_chan_get_attrs {
 	U4V_ATTR_CHAN_GET_REMOTE = (1U << UVERBS_ID_NS_SHIFT), /* u32 in */
 	U4V_ATTR_CHAN_GET_INFO,	/* struct u4v_chan_info out */
+	U4V_ATTR_CHAN_GET_LANE,	/* u32 in, optional */
 };
 
 /*
- * Doorbell: for channel REMOTE, post TX ring positions up to TX_PROD
- * (from the shadow ring) and/or give RX positions up to RX_CONS back to
- * the ring. Either may be omitted. All-or-nothing: a bad entry fails the
+ * Doorbell: for the channel to REMOTE in lane LANE (default 0), post TX
+ * ring positions up to TX_PROD (from the shadow ring) and/or give RX
+ * positions up to RX_CONS back to the ring. Either may be omitted. All-or-nothing: a bad entry fails the
  * call with EINVAL and posts nothing.
  */
 enum u4v_doorbell_attrs {
 	U4V_ATTR_DOORBELL_REMOTE = (1U << UVERBS_ID_NS_SHIFT), /* u32 in */
 	U4V_ATTR_DOORBELL_TX_PROD, /* u32 in, free-running index */
 	U4V_ATTR_DOORBELL_RX_CONS, /* u32 in, free-running index */
+	U4V_ATTR_DOORBELL_LANE,	   /* u32 in, optional */
 };
 
 /* Raise a completion event on a CQ now (the engine saw a completion). */
