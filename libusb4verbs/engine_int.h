@@ -141,6 +141,7 @@ struct u4v_ctx {
 	uint64_t spin_ns;	      /* thread polls this long after a frame */
 	/* last time an application armed a CQ (0: never); rarely written */
 	_Atomic uint64_t app_armed_ns;
+	uint32_t lanes_forced;	      /* USB4V_LANES: lanes per peer (0: rates) */
 };
 
 struct u4v_pd {

@@ -15,12 +15,21 @@
 
 #include "engine_int.h"
 
-/* How many lanes the link's rates call for. */
+/*
+ * How many lanes the link's rates call for, or USB4V_LANES asks for: a
+ * kernel device does not know its rings' rate (nhi: 0), so there the user
+ * who does says how many.
+ */
 static uint32_t lanes_wanted(struct u4v_ctx *ctx)
 {
 	uint64_t ring, wire, n;
 
-	if (!ctx->ops->ring_rate || !ctx->ops->chan_get_lane)
+	if (!ctx->ops->chan_get_lane)
+		return 1;
+	if (ctx->lanes_forced)
+		return ctx->lanes_forced < U4L_MAX_LANES ? ctx->lanes_forced :
+							   U4L_MAX_LANES;
+	if (!ctx->ops->ring_rate)
 		return 1;
 	ring = ctx->ops->ring_rate(ctx->link);
 	wire = ctx->ops->wire_rate(ctx->link);

@@ -26,6 +26,9 @@
 
 static const struct u4l_ops nhi_ops;
 
+_Static_assert(U4L_MAX_LANES == U4V_MAX_LANES,
+	       "the engine's lanes are the kernel's");
+
 static uint32_t load_acq(const uint32_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
@@ -95,13 +98,15 @@ static int nhi_chan_map(struct nhi_dev *d, const struct u4v_chan_info *info,
 
 	if (info->depth < U4V_RING_DEPTH_MIN ||
 	    info->depth > U4V_RING_DEPTH_MAX ||
-	    (info->depth & (info->depth - 1)) || info->remote_ctx >= U4L_MAX_CTX)
+	    (info->depth & (info->depth - 1)) ||
+	    info->remote_ctx >= U4L_MAX_CTX || info->lane >= U4L_MAX_LANES)
 		return -EPROTO;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->dev = d;
 	c->remote = info->remote_ctx;
+	c->lane = info->lane;
 	c->depth = info->depth;
 	c->mask = info->depth - 1;
 	c->tx_bound = info->depth - 1;
@@ -134,14 +139,14 @@ static int nhi_chan_map(struct nhi_dev *d, const struct u4v_chan_info *info,
 /* Under d->lock: install c, retiring a channel it replaces. */
 static void nhi_chan_install(struct nhi_dev *d, struct nhi_chan *c)
 {
-	struct nhi_chan *old = d->chans[c->remote];
+	struct nhi_chan *old = d->chans[c->remote][c->lane];
 
 	if (old) {
 		old->dead = true;
 		old->next_old = d->old;
 		d->old = old;
 	}
-	d->chans[c->remote] = c;
+	d->chans[c->remote][c->lane] = c;
 }
 
 /* Under d->lock: fetch channels peers created for us. */
@@ -154,7 +159,7 @@ static void nhi_collect(struct nhi_dev *d)
 	if (gen == d->chan_gen_seen)
 		return;
 	d->chan_gen_seen = gen;
-	while (nhi_cmd_chan_get(d, U4V_CHAN_NEXT, &info) == 0) {
+	while (nhi_cmd_chan_get(d, U4V_CHAN_NEXT, 0, &info) == 0) {
 		if (nhi_chan_map(d, &info, &c))
 			continue;
 		nhi_chan_install(d, c);
@@ -172,8 +177,9 @@ static void nhi_close(struct u4l_dev *dev)
 	struct nhi_chan *c, *n;
 
 	for (unsigned int i = 0; i < U4L_MAX_CTX; i++)
-		if (d->chans[i])
-			nhi_chan_unmap(d->chans[i]);
+		for (unsigned int l = 0; l < U4L_MAX_LANES; l++)
+			if (d->chans[i][l])
+				nhi_chan_unmap(d->chans[i][l]);
 	for (c = d->old; c; c = n) {
 		n = c->next_old;
 		nhi_chan_unmap(c);
@@ -202,8 +208,9 @@ static bool nhi_ctx_alive(struct u4l_dev *dev, uint32_t remote)
 	return (d->status->alive_mask >> remote) & 1;
 }
 
-static int nhi_chan_get(struct u4l_dev *dev, uint32_t remote,
-			struct u4l_chan **chan)
+/* Lane `lane` of the channels to remote: ours, or made now. */
+static int nhi_chan_lookup(struct u4l_dev *dev, uint32_t remote, uint32_t lane,
+			   struct u4l_chan **chan)
 {
 	struct nhi_dev *d = to_nhi(dev);
 	struct u4v_chan_info info;
@@ -213,16 +220,20 @@ static int nhi_chan_get(struct u4l_dev *dev, uint32_t remote,
 	if (remote >= U4L_MAX_CTX)
 		return -EHOSTUNREACH;
 	pthread_mutex_lock(&d->lock);
-	c = d->chans[remote];
+	c = d->chans[remote][lane];
 	if (!c || c->dead) {
-		ret = u4l_nhi_raw_chan_get(dev, remote, &info);
+		ret = u4l_nhi_raw_chan_get(dev, remote, lane, &info);
 		if (ret) {
 			/* ENOLINK: the cable is down */
 			if (ret == -ENOLINK || ret == -ENODEV)
 				ret = -EHOSTUNREACH;
 			goto out;
 		}
-		c = d->chans[remote];
+		if (info.lane != lane || info.remote_ctx != remote) {
+			ret = -EPROTO;
+			goto out;
+		}
+		c = d->chans[remote][lane];
 		/* a channel the peer made and we have not collected yet */
 		if (!c || c->dead) {
 			ret = nhi_chan_map(d, &info, &c);
@@ -236,6 +247,21 @@ static int nhi_chan_get(struct u4l_dev *dev, uint32_t remote,
 out:
 	pthread_mutex_unlock(&d->lock);
 	return ret;
+}
+
+static int nhi_chan_get(struct u4l_dev *dev, uint32_t remote,
+			struct u4l_chan **chan)
+{
+	return nhi_chan_lookup(dev, remote, 0, chan);
+}
+
+/* The kernel budgets each lane as a channel: ENOSPC when it is spent. */
+static int nhi_chan_get_lane(struct u4l_dev *dev, uint32_t remote,
+			     uint32_t lane, struct u4l_chan **chan)
+{
+	if (!lane || lane >= U4L_MAX_LANES)
+		return -EINVAL;
+	return nhi_chan_lookup(dev, remote, lane, chan);
 }
 
 static struct u4l_chan *nhi_chan_accept(struct u4l_dev *dev)
@@ -266,6 +292,11 @@ static struct u4l_chan *nhi_chan_accept(struct u4l_dev *dev)
 static uint32_t nhi_chan_remote(struct u4l_chan *chan)
 {
 	return ((struct nhi_chan *)chan)->remote;
+}
+
+static uint32_t nhi_chan_lane(struct u4l_chan *chan)
+{
+	return ((struct nhi_chan *)chan)->lane;
 }
 
 /* TX */
@@ -375,8 +406,8 @@ static void nhi_tx_doorbell(struct u4l_chan *chan)
 		c->tx_rung = c->tx_prod;
 		return;
 	}
-	ret = u4l_nhi_raw_doorbell(&c->dev->base, c->remote, true, c->tx_prod,
-				   false, 0);
+	ret = u4l_nhi_raw_doorbell(&c->dev->base, c->remote, c->lane, true,
+				   c->tx_prod, false, 0);
 	if (ret == 0)
 		c->tx_rung = c->tx_prod;
 	else if (ret == -ENOLINK || ret == -ENOENT || ret == -EIO ||
@@ -421,8 +452,8 @@ static void nhi_rx_flush(struct nhi_chan *c)
 		c->rx_rel_rung = c->rx_cons;
 		return;
 	}
-	if (u4l_nhi_raw_doorbell(&c->dev->base, c->remote, false, 0, true,
-				 c->rx_cons) == 0)
+	if (u4l_nhi_raw_doorbell(&c->dev->base, c->remote, c->lane, false, 0,
+				 true, c->rx_cons) == 0)
 		c->rx_rel_rung = c->rx_cons;
 }
 
@@ -516,6 +547,12 @@ static uint64_t nhi_wire_rate(struct u4l_dev *dev)
 	return to_nhi(dev)->wire_rate;
 }
 
+/* 0 where the kernel does not know it: lanes only when forced (lanes.c). */
+static uint64_t nhi_ring_rate(struct u4l_dev *dev)
+{
+	return to_nhi(dev)->ring_rate;
+}
+
 static const struct u4l_ops nhi_ops = {
 	.name = "nhi",
 	.close = nhi_close,
@@ -524,6 +561,8 @@ static const struct u4l_ops nhi_ops = {
 	.chan_get = nhi_chan_get,
 	.chan_accept = nhi_chan_accept,
 	.chan_remote = nhi_chan_remote,
+	.chan_get_lane = nhi_chan_get_lane,
+	.chan_lane = nhi_chan_lane,
 	.chan_dead = nhi_chan_dead,
 	.tx_slot = nhi_tx_slot,
 	.tx_post = nhi_tx_post,
@@ -536,6 +575,7 @@ static const struct u4l_ops nhi_ops = {
 	.kick = nhi_kick,
 	.counters = nhi_counters,
 	.wire_rate = nhi_wire_rate,
+	.ring_rate = nhi_ring_rate,
 };
 
 int u4l_is_nhi(const struct u4l_dev *dev)
@@ -597,6 +637,7 @@ int u4l_nhi_open(int cmd_fd, uint32_t flags, int *async_fd,
 	d->mode = resp.mode;
 	d->max_channels = resp.max_channels;
 	d->wire_rate = resp.wire_rate;
+	d->ring_rate = resp.ring_rate;
 	d->own_fd = flags & U4L_NHI_OWN_FD;
 	d->base.ops = &nhi_ops;
 	d->base.end = resp.end;

@@ -66,13 +66,17 @@ static struct ib_uverbs_attr attr_out(uint16_t id, void *p, size_t len)
 	return a;
 }
 
-int u4l_nhi_raw_doorbell(struct u4l_dev *dev, uint32_t remote, bool has_tx,
-			 uint32_t tx_prod, bool has_rx, uint32_t rx_cons)
+/* Lane 0 goes without its attribute: the kernel's default. */
+int u4l_nhi_raw_doorbell(struct u4l_dev *dev, uint32_t remote, uint32_t lane,
+			 bool has_tx, uint32_t tx_prod, bool has_rx,
+			 uint32_t rx_cons)
 {
-	struct ib_uverbs_attr a[3];
+	struct ib_uverbs_attr a[4];
 	unsigned int n = 0;
 
 	a[n++] = attr_u32(U4V_ATTR_DOORBELL_REMOTE, remote);
+	if (lane)
+		a[n++] = attr_u32(U4V_ATTR_DOORBELL_LANE, lane);
 	if (has_tx)
 		a[n++] = attr_u32(U4V_ATTR_DOORBELL_TX_PROD, tx_prod);
 	if (has_rx)
@@ -81,22 +85,28 @@ int u4l_nhi_raw_doorbell(struct u4l_dev *dev, uint32_t remote, bool has_tx,
 	return nhi_ioctl(to_nhi(dev)->cmd_fd, U4V_METHOD_DOORBELL, a, n);
 }
 
-/* remote = U4V_CHAN_NEXT: a channel a peer made that we were not told of. */
-int nhi_cmd_chan_get(struct nhi_dev *d, uint32_t remote,
-			    struct u4v_chan_info *info)
+/*
+ * remote = U4V_CHAN_NEXT: a channel (of any lane) a peer made that we were
+ * not told of.
+ */
+int nhi_cmd_chan_get(struct nhi_dev *d, uint32_t remote, uint32_t lane,
+		     struct u4v_chan_info *info)
 {
-	struct ib_uverbs_attr a[2];
+	struct ib_uverbs_attr a[3];
+	unsigned int n = 0;
 
-	a[0] = attr_u32(U4V_ATTR_CHAN_GET_REMOTE, remote);
-	a[1] = attr_out(U4V_ATTR_CHAN_GET_INFO, info, sizeof(*info));
-	return nhi_ioctl(d->cmd_fd, U4V_METHOD_CHAN_GET, a, 2);
+	a[n++] = attr_u32(U4V_ATTR_CHAN_GET_REMOTE, remote);
+	a[n++] = attr_out(U4V_ATTR_CHAN_GET_INFO, info, sizeof(*info));
+	if (lane)
+		a[n++] = attr_u32(U4V_ATTR_CHAN_GET_LANE, lane);
+	return nhi_ioctl(d->cmd_fd, U4V_METHOD_CHAN_GET, a, n);
 }
 
-int u4l_nhi_raw_chan_get(struct u4l_dev *dev, uint32_t remote,
+int u4l_nhi_raw_chan_get(struct u4l_dev *dev, uint32_t remote, uint32_t lane,
 			 struct u4v_chan_info *info)
 {
 	u4l_count(&to_nhi(dev)->syscalls, 1);
-	return nhi_cmd_chan_get(to_nhi(dev), remote, info);
+	return nhi_cmd_chan_get(to_nhi(dev), remote, lane, info);
 }
 
 /* GET_CONTEXT through the uverbs write interface, with our driver data. */

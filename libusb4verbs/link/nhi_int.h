@@ -19,6 +19,7 @@ struct nhi_chan {
 	struct nhi_chan *next_new; /* accepted, not yet handed out */
 	struct nhi_chan *next_old; /* replaced, kept until close */
 	uint32_t remote;
+	uint32_t lane; /* < U4L_MAX_LANES */
 	uint32_t depth, mask;
 	uint32_t flags; /* U4V_CHAN_* */
 	bool handed_out;
@@ -48,12 +49,12 @@ struct nhi_dev {
 	bool own_fd;
 	int evfd;
 	uint32_t ctx_id, depth, mode, max_channels;
-	uint64_t wire_rate;
+	uint64_t wire_rate, ring_rate;
 	volatile struct u4v_status_page *status;
 	size_t status_len;
 	pthread_mutex_t lock; /* channel table */
 	uint32_t chan_gen_seen;
-	struct nhi_chan *chans[U4L_MAX_CTX];
+	struct nhi_chan *chans[U4L_MAX_CTX][U4L_MAX_LANES];
 	struct nhi_chan *new_head, *new_tail;
 	struct nhi_chan *old;
 	struct u4l_counters counters;
@@ -71,11 +72,12 @@ struct ib_uverbs_get_context_resp;
 int nhi_cmd_get_context(int fd, const struct u4v_alloc_ucontext_req *req,
 			struct ib_uverbs_get_context_resp *core,
 			struct u4v_alloc_ucontext_resp *drv);
-int nhi_cmd_chan_get(struct nhi_dev *d, uint32_t remote,
+int nhi_cmd_chan_get(struct nhi_dev *d, uint32_t remote, uint32_t lane,
 		     struct u4v_chan_info *info);
-int u4l_nhi_raw_doorbell(struct u4l_dev *dev, uint32_t remote, bool has_tx,
-			 uint32_t tx_prod, bool has_rx, uint32_t rx_cons);
-int u4l_nhi_raw_chan_get(struct u4l_dev *dev, uint32_t remote,
+int u4l_nhi_raw_doorbell(struct u4l_dev *dev, uint32_t remote, uint32_t lane,
+			 bool has_tx, uint32_t tx_prod, bool has_rx,
+			 uint32_t rx_cons);
+int u4l_nhi_raw_chan_get(struct u4l_dev *dev, uint32_t remote, uint32_t lane,
 			 struct u4v_chan_info *info);
 
 #endif

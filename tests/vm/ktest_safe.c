@@ -22,18 +22,18 @@ void test_bogus(struct u4l_dev *a, struct u4l_chan *ac,
 	/* slot out of range */
 	c->shadow[pos] = good;
 	c->shadow[pos].slot = (uint16_t)c->depth;
-	r = u4l_nhi_raw_doorbell(a, c->remote, true, c->tx_prod + 1, false, 0);
+	r = u4l_nhi_raw_doorbell(a, c->remote, 0, true, c->tx_prod + 1, false, 0);
 	report("bogus_slot_out_of_range", r == -EINVAL, "ret=%d", r);
 	all &= r == -EINVAL;
 
 	/* length > 4096, and 0 */
 	c->shadow[pos] = good;
 	c->shadow[pos].len = 4097;
-	r = u4l_nhi_raw_doorbell(a, c->remote, true, c->tx_prod + 1, false, 0);
+	r = u4l_nhi_raw_doorbell(a, c->remote, 0, true, c->tx_prod + 1, false, 0);
 	report("bogus_len_4097", r == -EINVAL, "ret=%d", r);
 	all &= r == -EINVAL;
 	c->shadow[pos].len = 0;
-	r = u4l_nhi_raw_doorbell(a, c->remote, true, c->tx_prod + 1, false, 0);
+	r = u4l_nhi_raw_doorbell(a, c->remote, 0, true, c->tx_prod + 1, false, 0);
 	report("bogus_len_0", r == -EINVAL, "ret=%d", r);
 	all &= r == -EINVAL;
 
@@ -44,27 +44,27 @@ void test_bogus(struct u4l_dev *a, struct u4l_chan *ac,
 			(uint16_t)((c->tx_prod + i) & c->mask);
 	}
 	c->shadow[(c->tx_prod + 5) & c->mask].len = 60000;
-	r = u4l_nhi_raw_doorbell(a, c->remote, true, c->tx_prod + 8, false, 0);
+	r = u4l_nhi_raw_doorbell(a, c->remote, 0, true, c->tx_prod + 8, false, 0);
 	report("bogus_batch_all_or_nothing", r == -EINVAL, "ret=%d", r);
 	all &= r == -EINVAL;
 
 	/* more positions than the ring holds */
-	r = u4l_nhi_raw_doorbell(a, c->remote, true, c->tx_prod + c->depth,
+	r = u4l_nhi_raw_doorbell(a, c->remote, 0, true, c->tx_prod + c->depth,
 				 false, 0);
 	report("bogus_overfill", r == -EINVAL, "ret=%d", r);
 	all &= r == -EINVAL;
 
 	/* releasing RX positions nothing was delivered to */
-	r = u4l_nhi_raw_doorbell(b, ((struct nhi_chan *)bc)->remote, false, 0,
+	r = u4l_nhi_raw_doorbell(b, ((struct nhi_chan *)bc)->remote, 0, false, 0,
 				 true, ((struct nhi_chan *)bc)->rx_cons + 5);
 	report("bogus_rx_release", r == -EINVAL, "ret=%d", r);
 	all &= r == -EINVAL;
 
 	/* a channel of another context: d has none to a */
-	r = u4l_nhi_raw_doorbell(d, a->ops->ctx_id(a), true, 1, false, 0);
+	r = u4l_nhi_raw_doorbell(d, a->ops->ctx_id(a), 0, true, 1, false, 0);
 	report("bogus_other_context", r == -ENOENT, "ret=%d", r);
 	all &= r == -ENOENT;
-	r = u4l_nhi_raw_doorbell(a, 1000, true, 1, false, 0);
+	r = u4l_nhi_raw_doorbell(a, 1000, 0, true, 1, false, 0);
 	report("bogus_remote_range", r == -EINVAL, "ret=%d", r);
 	all &= r == -EINVAL;
 

@@ -111,12 +111,12 @@ static void test_chan_get_refused(struct u4l_dev *a)
 	report("chan_get_dead_ctx", r == -EHOSTUNREACH, "ret=%d", r);
 	r = a->ops->chan_get(a, 3, &none);
 	report("chan_get_dead_local_ctx", r == -EHOSTUNREACH, "ret=%d", r);
-	r = u4l_nhi_raw_chan_get(a, U4V_MAX_CTX, &info);
+	r = u4l_nhi_raw_chan_get(a, U4V_MAX_CTX, 0, &info);
 	report("chan_get_remote_range", r == -EINVAL, "ret=%d", r);
-	r = u4l_nhi_raw_chan_get(a, U4V_CHAN_NEXT - 1, &info);
+	r = u4l_nhi_raw_chan_get(a, U4V_CHAN_NEXT - 1, 0, &info);
 	report("chan_get_remote_range_high", r == -EINVAL, "ret=%d", r);
 	/* nothing new for a: the next channel a peer made is none */
-	r = u4l_nhi_raw_chan_get(a, U4V_CHAN_NEXT, &info);
+	r = u4l_nhi_raw_chan_get(a, U4V_CHAN_NEXT, 0, &info);
 	report("chan_get_next_none", r == -ENOENT, "ret=%d", r);
 }
 
@@ -151,11 +151,11 @@ static void test_peers_leave(struct u4l_dev *a, struct u4l_chan *ab,
 	/* the status page says so before any doorbell */
 	report("chan_stale_loopback", a->ops->chan_dead(ac), NULL);
 	/* a channel whose peer left says so (a new connect finds a successor) */
-	r = u4l_nhi_raw_doorbell(a, cid, true, ((struct nhi_chan *)ac)->tx_prod,
+	r = u4l_nhi_raw_doorbell(a, cid, 0, true, ((struct nhi_chan *)ac)->tx_prod,
 				 false, 0);
 	report("doorbell_peer_left_loopback", r == -ENOLINK, "ret=%d", r);
 	b->ops->close(b);
-	r = u4l_nhi_raw_doorbell(a, bid, true, ((struct nhi_chan *)ab)->tx_prod,
+	r = u4l_nhi_raw_doorbell(a, bid, 0, true, ((struct nhi_chan *)ab)->tx_prod,
 				 false, 0);
 	report("doorbell_peer_left_cable", r == -ENOLINK, "ret=%d", r);
 	report("chan_stale_cable", a->ops->chan_dead(ab), NULL);
