@@ -152,7 +152,7 @@ static int u4k_half_init(struct u4k_half *h, struct u4k_chan *chan,
 	h->tx_pool = h->buf[U4V_MAP_TX_POOL]->kva;
 	h->rx_pool = h->buf[U4V_MAP_RX_POOL]->kva;
 	if (direct && owner->db[0]->kva) {
-		/* soft cable: a slot per (remote context, lane); TB: ring hops */
+		/* soft cable: a slot per remote context and lane; TB: hops */
 		h->tx_hop = remote * U4V_MAX_LANES + lane;
 		h->rx_hop = h->tx_hop;
 		h->tx_db = owner->db[0]->kva + h->tx_hop * U4V_DB_SLOT_SIZE +

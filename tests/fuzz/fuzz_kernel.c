@@ -238,7 +238,7 @@ FUZZ_CHECKER static u32 fk_check_owner(struct u4k_ucontext *c)
 			continue;
 		if (h->remote_ctx != r / U4V_MAX_LANES ||
 		    h->lane != r % U4V_MAX_LANES || h->uctx != c)
-			fk_fail("a half installed under another id, lane or owner");
+			fk_fail("a half under another id, lane or owner");
 		if (h->lane && h->chan->loopback)
 			fk_fail("a lane past 0 within one end");
 		if (h->chan->loopback && h->gone)

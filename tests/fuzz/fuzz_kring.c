@@ -122,8 +122,8 @@ static void ev(u8 op)
 		how = fk_byte();
 		if (h)
 			fk_check_ret(u4k_doorbell(fk.ctx[s], h->remote_ctx,
-						  h->lane, how & 1, index_in(h->tx_prod),
-						  how & 2,
+						  h->lane, how & 1,
+						  index_in(h->tx_prod), how & 2,
 						  index_in(h->rx_rel)));
 		break;
 	case EV_DESC:

@@ -57,6 +57,12 @@ int direct(double secs, bool nhi);
 int refused(const char *how);
 int drop_rawio(void);
 
+/* ktest_lanes.c: lanes, in the default run, in the budget, under RC */
+void test_lanes(struct u4l_dev *a, struct u4l_chan *ab, struct u4l_dev *b,
+		struct u4l_chan *ba, struct u4l_dev *c, struct u4l_dev *d);
+int lanerc(void);
+int lanebudget(void);
+
 /* ktest_cable.c: connects at once, the budget, idle, spoilt connects, unload */
 void test_concurrent(int rounds);
 int budget(void);

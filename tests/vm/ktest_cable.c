@@ -206,7 +206,8 @@ int hold(void)
 	fflush(stdout);
 	for (int i = 0; i < 1000; i++) {
 		struct nhi_chan *c = (struct nhi_chan *)ab;
-		int r = u4l_nhi_raw_doorbell(a, bid, 0, false, 0, true, c->rx_cons);
+		int r = u4l_nhi_raw_doorbell(a, bid, 0, false, 0, true,
+					     c->rx_cons);
 
 		if (r || !a->ops->ctx_alive(a, bid)) {
 			printf("KTEST hold_saw_removal PASS doorbell=%d\n", r);

@@ -110,8 +110,8 @@ int direct(double secs, bool nhi)
 		n = transfer(a, ab, b, ba, 300);
 		report("direct_bad_phys_contained", n == 300, "frames=%u", n);
 	}
-	r = u4l_nhi_raw_doorbell(a, b->ops->ctx_id(b), 0, true, nc->tx_prod, false,
-				 0);
+	r = u4l_nhi_raw_doorbell(a, b->ops->ctx_id(b), 0, true, nc->tx_prod,
+				 false, 0);
 	report("direct_no_safe_doorbell", r == -EINVAL, "ret=%d", r);
 	test_speed(a, ab, b, ba, secs);
 	/* no system call on direct channels: the status page tells */

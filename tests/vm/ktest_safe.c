@@ -22,18 +22,21 @@ void test_bogus(struct u4l_dev *a, struct u4l_chan *ac,
 	/* slot out of range */
 	c->shadow[pos] = good;
 	c->shadow[pos].slot = (uint16_t)c->depth;
-	r = u4l_nhi_raw_doorbell(a, c->remote, 0, true, c->tx_prod + 1, false, 0);
+	r = u4l_nhi_raw_doorbell(a, c->remote, 0, true, c->tx_prod + 1, false,
+				 0);
 	report("bogus_slot_out_of_range", r == -EINVAL, "ret=%d", r);
 	all &= r == -EINVAL;
 
 	/* length > 4096, and 0 */
 	c->shadow[pos] = good;
 	c->shadow[pos].len = 4097;
-	r = u4l_nhi_raw_doorbell(a, c->remote, 0, true, c->tx_prod + 1, false, 0);
+	r = u4l_nhi_raw_doorbell(a, c->remote, 0, true, c->tx_prod + 1, false,
+				 0);
 	report("bogus_len_4097", r == -EINVAL, "ret=%d", r);
 	all &= r == -EINVAL;
 	c->shadow[pos].len = 0;
-	r = u4l_nhi_raw_doorbell(a, c->remote, 0, true, c->tx_prod + 1, false, 0);
+	r = u4l_nhi_raw_doorbell(a, c->remote, 0, true, c->tx_prod + 1, false,
+				 0);
 	report("bogus_len_0", r == -EINVAL, "ret=%d", r);
 	all &= r == -EINVAL;
 
@@ -44,7 +47,8 @@ void test_bogus(struct u4l_dev *a, struct u4l_chan *ac,
 			(uint16_t)((c->tx_prod + i) & c->mask);
 	}
 	c->shadow[(c->tx_prod + 5) & c->mask].len = 60000;
-	r = u4l_nhi_raw_doorbell(a, c->remote, 0, true, c->tx_prod + 8, false, 0);
+	r = u4l_nhi_raw_doorbell(a, c->remote, 0, true, c->tx_prod + 8, false,
+				 0);
 	report("bogus_batch_all_or_nothing", r == -EINVAL, "ret=%d", r);
 	all &= r == -EINVAL;
 

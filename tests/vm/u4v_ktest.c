@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * u4v_ktest: exercises usb4verbs.ko (soft cable, or tbemu's Thunderbolt)
- * through the nhi link backend, without libibverbs: contexts, channels on
- * the cable and on loopback, frame integrity, the doorbell's validation
+ * through the nhi link backend, not libibverbs' devices: contexts, channels
+ * on the cable and on loopback, frame integrity, the doorbell's validation
  * (bogus doorbells must be refused and harm nothing), mapping protections,
- * raw link speed. This file: the default run and the commands; the checks
- * of each concern are in ktest_safe.c, ktest_direct.c and ktest_cable.c.
+ * lanes, raw link speed. This file: the default run and the commands; the
+ * checks of each concern are in ktest_safe.c, ktest_direct.c,
+ * ktest_cable.c and ktest_lanes.c.
  *
  * Prints "KTEST <name> PASS|FAIL ..." per check; exit status 0 when all
  * passed. Usage: u4v_ktest [seconds-of-throughput]
@@ -17,6 +18,8 @@
  *   u4v_ktest nobody    the same as uid/gid 65534
  *   u4v_ktest budget    the channel budget (soft_channels=1): ENOSPC, and
  *                       the budget comes back when a context leaves
+ *   u4v_ktest lanebudget  lanes in the budget (soft_channels=3)
+ *   u4v_ktest lanerc    RC through the engine over four lanes
  *   u4v_ktest idle S    a channel used, idle S seconds, used again; a
  *                       new connect after it
  *   u4v_ktest retry E PARAM SET CLEAR
@@ -151,12 +154,12 @@ static void test_peers_leave(struct u4l_dev *a, struct u4l_chan *ab,
 	/* the status page says so before any doorbell */
 	report("chan_stale_loopback", a->ops->chan_dead(ac), NULL);
 	/* a channel whose peer left says so (a new connect finds a successor) */
-	r = u4l_nhi_raw_doorbell(a, cid, 0, true, ((struct nhi_chan *)ac)->tx_prod,
-				 false, 0);
+	r = u4l_nhi_raw_doorbell(a, cid, 0, true,
+				 ((struct nhi_chan *)ac)->tx_prod, false, 0);
 	report("doorbell_peer_left_loopback", r == -ENOLINK, "ret=%d", r);
 	b->ops->close(b);
-	r = u4l_nhi_raw_doorbell(a, bid, 0, true, ((struct nhi_chan *)ab)->tx_prod,
-				 false, 0);
+	r = u4l_nhi_raw_doorbell(a, bid, 0, true,
+				 ((struct nhi_chan *)ab)->tx_prod, false, 0);
 	report("doorbell_peer_left_cable", r == -ENOLINK, "ret=%d", r);
 	report("chan_stale_cable", a->ops->chan_dead(ab), NULL);
 }
@@ -178,6 +181,7 @@ static int ktest_default(double secs)
 	test_chan_get_refused(a);
 	test_bogus(a, ab, b, ba, d);
 	test_end1_connects(a, d);
+	test_lanes(a, ab, b, ba, c, d);
 	test_concurrent(20);
 	test_protections(ab);
 	test_speed(a, ab, b, ba, secs);
@@ -195,6 +199,10 @@ int main(int argc, char **argv)
 		return hold();
 	if (argc > 1 && !strcmp(argv[1], "budget"))
 		return budget();
+	if (argc > 1 && !strcmp(argv[1], "lanebudget"))
+		return lanebudget();
+	if (argc > 1 && !strcmp(argv[1], "lanerc"))
+		return lanerc();
 	if (argc > 2 && !strcmp(argv[1], "idle"))
 		return idle(atof(argv[2]));
 	if (argc > 5 && !strcmp(argv[1], "retry"))

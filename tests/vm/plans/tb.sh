@@ -6,8 +6,9 @@
 # Leaves the soft cable loaded again for the next plan.
 . /etc/u4v/tb-lib.sh
 
-# a budget of 4 channels per peer: the raw test holds up to 3 at once
-tb_load && tb_load_shim tb_channels=4
+# a budget of 8 channels per peer: the raw test holds up to 6 at once
+# (four lanes of one pair of contexts; the emulated NHI has 7 ring pairs)
+tb_load && tb_load_shim tb_channels=8
 step tb_load $?
 tb_wait_devs 2 30
 rc=$?
