@@ -131,8 +131,8 @@ struct u4v_ctx {
 	_Atomic uint64_t app_poll_ns; /* last time an application polled */
 	atomic_uint held_qps;	      /* QPs holding frames for a receive */
 	atomic_bool app_called;	      /* a verbs call since the thread looked */
-	atomic_bool rx_covered;	      /* link's rx_covered(), as last set */
-	_Atomic uint64_t thread_wake_by; /* the thread's wait() ends by then */
+	atomic_bool rx_covered;	      /* link's rx_cover(): all, as last set */
+	_Atomic uint64_t cover_until; /* link's rx_cover(): until, as last set */
 	atomic_uint nap_seq;	      /* futex: ends the thread's nap */
 	atomic_int napping;
 	uint64_t next_timer_ns;	      /* earliest QP timer deadline */

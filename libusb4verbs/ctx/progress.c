@@ -29,9 +29,13 @@
  * unthrottled bandwidth on a 2-core machine. One that waits for a single
  * send or nothing may spin on memory next, so the thread sleeps on the link
  * instead, woken by the peer's data frames only (the application takes its
- * ACKs itself) until that poll is 0.5 ms old.
+ * ACKs itself) until that poll is 0.5 ms old: the link's cover says so
+ * (rx_cover, see u4v_progress_cover), or, on a link without one, the
+ * wait's flag; the thread looks again then.
  */
 #define APP_POLL_RECENT_NS 500000ull
+/* A cover is pushed on no more often than this: polls come every few us. */
+#define COVER_STEP_NS (APP_POLL_RECENT_NS / 4)
 #define THREAD_POLL_NS 2000000ull     /* timer poll for stranded frames */
 /*
  * Idle: no frame taken and no verbs call for IDLE_NS. Then the timer poll
@@ -564,10 +568,14 @@ static void end_nap(struct u4v_ctx *ctx)
 void u4v_progress_app_blocks(struct u4v_ctx *ctx)
 {
 	/* the application is about to sleep on an event: take over now */
-	u4v_progress_cover(ctx, false);
 	atomic_store_explicit(&ctx->app_armed_ns, u4v_now(),
 			      memory_order_relaxed);
 	atomic_store(&ctx->app_poll_ns, 0);
+	if (ctx->ops->rx_cover) {
+		atomic_store(&ctx->rx_covered, false);
+		atomic_store(&ctx->cover_until, 0);
+		ctx->ops->rx_cover(ctx->link, 0, false);
+	}
 	end_nap(ctx);
 }
 
@@ -589,39 +597,48 @@ static void wire_nap(struct u4v_ctx *ctx, uint64_t ns, uint32_t seq)
  * While the application polls on (perftest's ib_write_lat polls its send
  * CQ until the peer's ACK, which comes behind the peer's answer, see
  * ack_may_wait), the peer's frames need wake nobody: its poll takes them.
- * Once its poll returns work it may spin on memory instead, so frames wake
- * the thread again. The thread, asleep while covered, wakes no later than
- * APP_POLL_RECENT_NS after the application's last poll and uncovers when
- * that poll is old: an application that stops polling without a
- * completion waits that long at worst for a frame nobody woke for.
+ * Once its poll returns work it may spin on memory instead, so data frames
+ * wake the thread again; its ACKs it takes itself while it polls. Either
+ * holds until APP_POLL_RECENT_NS after the application's last poll, in the
+ * link, whose senders then wake the thread again: nobody need end a cover.
+ * The thread still looks when it lapses, for a frame that came under it
+ * (the application stopped polling without a completion); finding that
+ * the application polled since, it sleeps on without a pass. Polls come
+ * every few microseconds: a cover of the same kind is pushed on every
+ * COVER_STEP_NS.
  */
 void u4v_progress_cover(struct u4v_ctx *ctx, bool on)
 {
-	if (!ctx->ops->rx_covered ||
-	    atomic_exchange(&ctx->rx_covered, on) == on)
+	uint64_t until;
+
+	if (!ctx->ops->rx_cover)
 		return;
-	ctx->ops->rx_covered(ctx->link, on);
-	/* Dekker with the thread: thread_wake_by, then rx_covered */
-	if (on &&
-	    atomic_load(&ctx->thread_wake_by) > u4v_now() + APP_POLL_RECENT_NS)
-		ctx->ops->kick(ctx->link);
+	until = atomic_load_explicit(&ctx->app_poll_ns, memory_order_relaxed);
+	if (until)
+		until += APP_POLL_RECENT_NS;
+	if (atomic_load_explicit(&ctx->rx_covered, memory_order_relaxed) ==
+		on &&
+	    until < atomic_load_explicit(&ctx->cover_until,
+					 memory_order_relaxed) +
+			COVER_STEP_NS)
+		return;
+	atomic_store(&ctx->rx_covered, on);
+	atomic_store(&ctx->cover_until, until);
+	ctx->ops->rx_cover(ctx->link, until, on);
 }
 
-/* The thread sleeps on the link until deadline, bounded while covered. */
-static void thread_wait(struct u4v_ctx *ctx, uint64_t now, uint64_t deadline,
+/*
+ * The thread sleeps on the link until deadline. While the application
+ * polls, the peer's ACKs need not wake it: the link's cover says so, or,
+ * without one, the wait's flag (until the deadline, which is then no later
+ * than APP_POLL_RECENT_NS after that poll, see sleep_deadline).
+ */
+static void thread_wait(struct u4v_ctx *ctx, uint64_t deadline,
 			bool app_recent)
 {
-	if (!app_recent && ctx->ops->rx_covered) {
-		/* also undoes a cover that raced with an uncover */
-		atomic_store(&ctx->rx_covered, false);
-		ctx->ops->rx_covered(ctx->link, false);
-	}
-	atomic_store(&ctx->thread_wake_by, deadline);
-	if (atomic_load(&ctx->rx_covered) &&
-	    deadline > now + APP_POLL_RECENT_NS)
-		deadline = now + APP_POLL_RECENT_NS;
-	ctx->ops->wait(ctx->link, deadline, app_recent ? U4L_WAIT_DATA : 0);
-	atomic_store(&ctx->thread_wake_by, 0);
+	uint32_t flags = app_recent && !ctx->ops->rx_cover ? U4L_WAIT_DATA : 0;
+
+	ctx->ops->wait(ctx->link, deadline, flags);
 }
 
 /*
@@ -629,35 +646,110 @@ static void thread_wait(struct u4v_ctx *ctx, uint64_t now, uint64_t deadline,
  * lately, at the next timer, at a held ACK's due time (unless the
  * application polls). An application that polls takes its ACKs itself:
  * only the peer's data (an RDMA WRITE it may spin on) needs a wake-up,
- * until that poll is old.
+ * until that poll is old. *poll: the deadline is the timer poll's, or
+ * the end of that poll's cover.
  */
 static uint64_t sleep_deadline(const struct u4v_ctx *ctx, uint64_t now,
-			       uint64_t idle_for, uint64_t app, bool app_recent)
+			       uint64_t idle_for, uint64_t app, bool app_recent,
+			       bool *poll)
 {
 	uint64_t deadline = now + (idle_for < IDLE_NS ? THREAD_POLL_NS :
 							 IDLE_POLL_NS);
+	uint64_t timer_poll = deadline;
 
+	/* frames under the cover, when it lapses (or, without one, to say so) */
+	if (app_recent && app + APP_POLL_RECENT_NS < deadline)
+		deadline = timer_poll = app + APP_POLL_RECENT_NS;
 	if (ctx->next_timer_ns < deadline)
 		deadline = ctx->next_timer_ns;
 	if (!app_recent && ctx->ack_hold_due && ctx->ack_hold_due < deadline)
 		deadline = ctx->ack_hold_due;
 	if (ctx->lane_wait_due && ctx->lane_wait_due < deadline)
 		deadline = ctx->lane_wait_due;
-	if (app_recent && app + APP_POLL_RECENT_NS < deadline)
-		deadline = app + APP_POLL_RECENT_NS;
+	*poll = deadline == timer_poll;
 	return deadline;
+}
+
+struct thread_state {
+	uint64_t last_frame, last_active;
+	uint64_t slept;	/* when the last sleep began */
+	bool poll_due;	/* it ended at the timer poll's deadline */
+	bool ping_pong; /* the application polled for one send or nothing */
+	uint32_t work;	/* the application's outstanding work, last seen */
+};
+
+/* Sleep on the link until the thread has something to do. */
+static void thread_sleep(struct u4v_ctx *ctx, struct thread_state *st,
+			 uint64_t now, uint64_t app, bool app_recent)
+{
+	bool poll;
+	uint64_t deadline = sleep_deadline(ctx, now, now - st->last_active,
+					   app, app_recent, &poll);
+
+	st->slept = now;
+	thread_wait(ctx, deadline, app_recent);
+	st->poll_due = poll && u4v_now() >= deadline;
+}
+
+/*
+ * The timer poll found a ping-pong application that has polled since the
+ * sleep began: its passes did the poll's work (frames, timers), and frames
+ * that need the thread wake it. The thread sleeps again without a pass: on
+ * a 2-core host this wake-up takes a spinning application's core, so it
+ * should be short (a pass behind the application's lock made it 15-45 us).
+ * Not for one that waits for much: on a host with more runnable threads
+ * than cores it may be descheduled, and skipping passes for it made
+ * ibv_rc_pingpong twice as slow.
+ */
+static bool poll_done_by_app(const struct thread_state *st, uint64_t app,
+			     bool app_recent)
+{
+	return st->poll_due && st->ping_pong && app_recent && app >= st->slept;
+}
+
+/*
+ * Take progress_lock for a pass; false: napped instead. An application
+ * waiting for much (a bandwidth run, posted receives) moves the context
+ * with its polls: nap until that poll is old. One waiting for one send or
+ * nothing may next spin on memory for the peer's RDMA WRITE (ib_write_lat)
+ * without calling in: the thread sleeps on the link after its pass, where
+ * the peer's doorbell wakes it.
+ */
+static bool lock_or_nap(struct u4v_ctx *ctx, struct thread_state *st,
+			uint64_t now, uint64_t app, bool app_recent,
+			uint32_t seq)
+{
+	if (pthread_mutex_trylock(&ctx->progress_lock)) {
+		if (app_recent && st->work > 1) {
+			nap(ctx, app + APP_POLL_RECENT_NS - now, seq);
+			return false;
+		}
+		/*
+		 * The application is in a pass, or was preempted in one: wait
+		 * for it. Spinning would take the core it needs; a nap could
+		 * sleep through the peer's next frame.
+		 */
+		pthread_mutex_lock(&ctx->progress_lock);
+	}
+	st->work = app_recent ? app_cq_work(ctx) : 0;
+	st->ping_pong = app_recent && st->work <= 1;
+	if (app_recent && st->work > 1) {
+		pthread_mutex_unlock(&ctx->progress_lock);
+		nap(ctx, app + APP_POLL_RECENT_NS - now, seq);
+		return false;
+	}
+	return true;
 }
 
 static void *progress_thread(void *arg)
 {
 	struct u4v_ctx *ctx = arg;
-	uint64_t last_frame = 0, last_active = 0;
-	uint32_t work = 0; /* the application's outstanding work, last seen */
+	struct thread_state st = {0};
 
 	/* timed waits should end on time, not 50 us late */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	while (!atomic_load(&ctx->stop)) {
-		uint64_t now = u4v_now(), deadline, at;
+		uint64_t now = u4v_now(), at;
 		uint64_t app = atomic_load_explicit(&ctx->app_poll_ns,
 						    memory_order_relaxed);
 		uint32_t seq = atomic_load(&ctx->nap_seq);
@@ -667,37 +759,18 @@ static void *progress_thread(void *arg)
 		/* app may be a little newer than now: compare without wrap */
 		bool app_recent = app + APP_POLL_RECENT_NS > now;
 
-		/*
-		 * An application waiting for much (a bandwidth run, posted
-		 * receives) moves the context with its polls: nap until that
-		 * poll is old. One waiting for one send or nothing may next
-		 * spin on memory for the peer's RDMA WRITE (ib_write_lat)
-		 * without calling in: the thread sleeps on the link, where the
-		 * peer's doorbell wakes it.
-		 */
-		if (pthread_mutex_trylock(&ctx->progress_lock)) {
-			if (app_recent && work > 1) {
-				nap(ctx, app + APP_POLL_RECENT_NS - now, seq);
-				continue;
-			}
-			/*
-			 * The application is in a pass, or was preempted in
-			 * one: wait for it. Spinning would take the core it
-			 * needs; a nap could sleep through the peer's next
-			 * frame.
-			 */
-			pthread_mutex_lock(&ctx->progress_lock);
-		}
-		work = app_recent ? app_cq_work(ctx) : 0;
-		if (app_recent && work > 1) {
-			pthread_mutex_unlock(&ctx->progress_lock);
-			nap(ctx, app + APP_POLL_RECENT_NS - now, seq);
+		if (poll_done_by_app(&st, app, app_recent)) {
+			st.last_active = now;
+			thread_sleep(ctx, &st, now, app, true);
 			continue;
 		}
+		st.poll_due = false;
+		if (!lock_or_nap(ctx, &st, now, app, app_recent, seq))
+			continue;
 		frames = progress_locked(ctx);
 		pthread_mutex_unlock(&ctx->progress_lock);
 		if (frames) {
-			last_frame = last_active = now;
+			st.last_frame = st.last_active = now;
 			continue; /* more may be waiting */
 		}
 		batched = events_batched(ctx, now, app_recent);
@@ -715,7 +788,7 @@ static void *progress_thread(void *arg)
 		 * per burst.
 		 */
 		if (!app_recent && !batched &&
-		    now - last_frame < ctx->spin_ns) {
+		    now - st.last_frame < ctx->spin_ns) {
 			__builtin_ia32_pause();
 			continue;
 		}
@@ -724,10 +797,8 @@ static void *progress_thread(void *arg)
 		if (atomic_exchange_explicit(&ctx->app_called, false,
 					     memory_order_relaxed) ||
 		    app_recent || atomic_load(&ctx->held_qps))
-			last_active = now;
-		deadline = sleep_deadline(ctx, now, now - last_active, app,
-					  app_recent);
-		thread_wait(ctx, now, deadline, app_recent);
+			st.last_active = now;
+		thread_sleep(ctx, &st, now, app, app_recent);
 	}
 	return NULL;
 }

@@ -420,6 +420,7 @@ static void sim_wait(struct u4l_dev *d, uint64_t deadline_ns, uint32_t flags)
 		if (h && sim_chan_ready(h, now, &next))
 			ready = true;
 	}
+
 	if (!ready && next > now) {
 		uint64_t rel = next - now;
 		struct timespec ts = {.tv_sec = (time_t)(rel / 1000000000ull),
@@ -433,20 +434,26 @@ static void sim_wait(struct u4l_dev *d, uint64_t deadline_ns, uint32_t flags)
 }
 
 /*
- * Dekker with the senders' wake-ups (sim_dma.c, wake): a frame published
- * while covered is seen here once off, and its wake-up given now.
+ * Until `until` the application polls and takes what comes: no frame wakes
+ * a sleeper (all), or no ACK / NAK. The cover lapses by itself; when one
+ * ends early, a frame that came under it is seen here and woken for now
+ * (Dekker with the senders' wake_rx(), sim_dma.c).
  */
-static void sim_rx_covered(struct u4l_dev *d, bool on)
+static void sim_rx_cover(struct u4l_dev *d, uint64_t until, bool all)
 {
 	struct sim_dev *dev = to_dev(d);
 	struct sim_seg *s = dev->seg;
-	uint64_t now, next = UINT64_MAX;
+	struct sim_ctx_slot *x = &s->ctx[dev->id];
+	uint64_t now = u4l_now_ns(), next = UINT64_MAX;
+	uint64_t was_all = __atomic_exchange_n(&x->cover_all_until,
+					       all ? until : 0,
+					       __ATOMIC_SEQ_CST);
+	uint64_t was_ctrl = __atomic_exchange_n(&x->cover_ctrl_until, until,
+						__ATOMIC_SEQ_CST);
 
-	__atomic_store_n(&s->ctx[dev->id].covered, on, __ATOMIC_SEQ_CST);
-	if (on)
+	if ((all || was_all <= now) && (until || was_ctrl <= now))
 		return;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	now = u4l_now_ns();
 	for (uint32_t i = 0; i < SIM_HANDLES; i++) {
 		struct sim_chan_h *h =
 		    __atomic_load_n(&dev->handles[i], __ATOMIC_ACQUIRE);
@@ -513,7 +520,7 @@ static const struct u4l_ops sim_ops = {
     .wire_due = sim_wire_due,
     .wait = sim_wait,
     .kick = sim_kick,
-    .rx_covered = sim_rx_covered,
+    .rx_cover = sim_rx_cover,
     .counters = sim_counters,
     .wire_rate = sim_wire_rate,
     .ring_rate = sim_ring_rate,
@@ -568,7 +575,8 @@ int u4l_sim_open(const char *shm_name, uint32_t end, struct u4l_dev **out)
 	x->pid = getpid();
 	x->sleepers = 0;
 	x->ctrl_sleepers = 0;
-	x->covered = 0;
+	x->cover_all_until = 0;
+	x->cover_ctrl_until = 0;
 	dev->gen = __atomic_add_fetch(&x->gen, 1, __ATOMIC_RELAXED);
 	dev->accept_seen = __atomic_load_n(&x->accept_gen, __ATOMIC_RELAXED);
 	__atomic_store_n(&x->state, SIM_CTX_ALIVE, __ATOMIC_RELEASE);

@@ -26,13 +26,10 @@
  * Dekker with wait(): sleeper increments `sleepers` then checks; waker
  * publishes, fences, then reads `sleepers`. No syscall when nobody sleeps.
  */
-static void wake(struct sim_ctx_slot *x, const uint32_t *sleepers, bool rx)
+static void wake(struct sim_ctx_slot *x, const uint32_t *sleepers)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(sleepers, __ATOMIC_SEQ_CST))
-		return;
-	/* Dekker with sim_rx_covered(): frames were published before this */
-	if (rx && __atomic_load_n(&x->covered, __ATOMIC_SEQ_CST))
 		return;
 	__atomic_add_fetch(&x->wake, 1, __ATOMIC_SEQ_CST);
 	syscall(SYS_futex, &x->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
@@ -42,15 +39,23 @@ void sim_wake_ctx(struct sim_seg *s, uint32_t ctx)
 {
 	struct sim_ctx_slot *x = &s->ctx[ctx % U4L_MAX_CTX];
 
-	wake(x, &x->sleepers, false);
+	wake(x, &x->sleepers);
 }
 
-/* Frames delivered to ctx: data wakes every sleeper, ACK / NAK some. */
-static void wake_rx(struct sim_seg *s, uint32_t ctx, bool data)
+/*
+ * Frames delivered to ctx: data wakes every sleeper, ACK / NAK some; none
+ * while the receiver's application covers them (sim_rx_cover), whose polls
+ * take them. Dekker with sim_rx_cover(): the frames were published first.
+ */
+static void wake_rx(struct sim_seg *s, uint32_t ctx, bool data, uint64_t now)
 {
 	struct sim_ctx_slot *x = &s->ctx[ctx % U4L_MAX_CTX];
 
-	wake(x, data ? &x->sleepers : &x->ctrl_sleepers, true);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (sim_cover_until(&x->cover_all_until, now) ||
+	    (!data && sim_cover_until(&x->cover_ctrl_until, now)))
+		return;
+	wake(x, data ? &x->sleepers : &x->ctrl_sleepers);
 }
 
 static inline uint64_t now_ns(void)
@@ -469,7 +474,7 @@ static void engine_end(struct engine_run *e, struct sim_chan_h *h, uint32_t d,
 	if (!e->loop)
 		count_run(e->s, e->se, h->rcv_end[d], &e->acc);
 	if (e->acc.wake || e->acc.wake_ctrl)
-		wake_rx(e->s, h->rcv_ctx[d], e->acc.wake);
+		wake_rx(e->s, h->rcv_ctx[d], e->acc.wake, now_ns());
 	/* A receiver's pump freed TX slots: the sender may wait for them. */
 	if (e->acc.moved && d != h->txd)
 		sim_wake_ctx(e->s, h->rcv_ctx[d ^ 1]);

@@ -41,7 +41,7 @@
 
 #define SIM_MAGIC 0x31304d49534c3455ull /* "U4LSIM01" little endian */
 /* 2: the control-plane lock is a tid, not a mutex; 3: ring rate, lanes */
-#define SIM_VERSION 3u
+#define SIM_VERSION 4u
 #define SIM_PAGE 4096u
 #define SIM_CL 64
 #define SIM_LOOP_CHANNELS 64u  /* loopback channel slots per cable */
@@ -108,8 +108,9 @@ struct sim_ctx_slot {
 	uint32_t sleepers;   /* threads of this context inside wait() */
 	uint32_t accept_gen; /* bumped when a peer creates a channel to us */
 	uint32_t ctrl_sleepers; /* those of them woken by ACK / NAK frames */
-	uint32_t covered;	/* rx_covered(): frames wake nobody */
-	uint32_t pad[7];
+	uint64_t cover_all_until;  /* rx_cover(): no frame wakes before */
+	uint64_t cover_ctrl_until; /* rx_cover(): no ACK / NAK wakes before */
+	uint32_t pad[4];
 } __attribute__((aligned(SIM_CL)));
 
 /* Per cable direction (indexed by the sending end). */
@@ -306,6 +307,18 @@ void sim_ctx_free_locked(struct sim_map *m, uint32_t ctx);
 
 /* A time further ahead than this was written by a corrupted peer. */
 #define SIM_FUTURE_MAX_NS 60000000000ull
+
+/*
+ * An application's cover of its context's frames (rx_cover) in force at
+ * now: its end, or 0. One further ahead than any poll sets is corrupt.
+ */
+#define SIM_COVER_MAX_NS 1000000000ull
+static inline uint64_t sim_cover_until(const uint64_t *field, uint64_t now)
+{
+	uint64_t until = __atomic_load_n(field, __ATOMIC_SEQ_CST);
+
+	return until > now && until - now <= SIM_COVER_MAX_NS ? until : 0;
+}
 
 /* sim_dma.c: move direction d's frames (doorbell: a sender's). */
 void sim_engine_run(struct sim_chan_h *h, uint32_t d, struct sim_snap *snap,

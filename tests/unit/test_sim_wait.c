@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The software cable's wait and kick: what ends a sleep (a frame, a kick, a
- * new channel, a freed TX slot) and what does not (covered RX, CTRL frames
- * under U4L_WAIT_DATA).
+ * new channel, a freed TX slot) and what does not (RX under an application's
+ * cover, CTRL frames under U4L_WAIT_DATA), and how a cover ends.
  */
 #define _GNU_SOURCE
 #include "sim_test.h"
@@ -98,8 +98,8 @@ static void *sleeper_fn(void *p)
 }
 
 /*
- * rx_covered(on): frames do not end a sleep (the application polling takes
- * them). off: a frame that came while covered ends the sleep then.
+ * rx_cover(all): frames do not end a sleep (the application polling takes
+ * them). Ended early: a frame that came while covered ends the sleep then.
  */
 static void test_rx_covered(void **state)
 {
@@ -111,7 +111,7 @@ static void test_rx_covered(void **state)
 	uint64_t t0;
 
 	pair(n, &a, &b, &ca, &cb);
-	b->ops->rx_covered(b, true);
+	b->ops->rx_cover(b, u4l_now_ns() + 900000000ull, true);
 	struct waker data = {.d = a, .c = ca};
 	assert_true(wait_while(b, waker_fn, &data, 400000000ull, 0) >=
 		    390000000ull);
@@ -124,7 +124,7 @@ static void test_rx_covered(void **state)
 	assert_true(send1(a, ca, 4, U4L_PDF_DATA, true));
 	usleep(100000);
 	t0 = u4l_now_ns();
-	b->ops->rx_covered(b, false);
+	b->ops->rx_cover(b, 0, false);
 	pthread_join(th, NULL);
 	/* it slept until the uncover, however late the thread started */
 	assert_true(s.end >= t0);
@@ -132,6 +132,76 @@ static void test_rx_covered(void **state)
 	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
 	b->ops->rx_release(cb);
 	/* uncovered, a frame ends the sleep as before */
+	assert_true(wait_while(b, waker_fn, &data, 5000000000ull, 0) <
+		    2000000000ull);
+	a->ops->close(a);
+	b->ops->close(b);
+}
+
+/*
+ * A cover lapses by itself: a frame that comes under the cover does not
+ * end a sleep under way (its deadline does), one after the lapse does, and
+ * one there when a sleep begins ends it at once. A cover of ACK / NAK only lets
+ * data end a sleep. One that reaches implausibly far ahead (a scribbled
+ * segment) is no cover.
+ */
+static void test_rx_cover_lapse(void **state)
+{
+	const char *n = make_cable("lapse", NULL, NULL);
+	struct u4l_dev *a, *b;
+	struct u4l_chan *ca, *cb;
+	struct u4l_rx_frame f;
+
+	pair(n, &a, &b, &ca, &cb);
+	/* a frame under the cover, the sleep under way: its deadline */
+	uint64_t until = u4l_now_ns() + 900000000ull;
+	b->ops->rx_cover(b, until, true);
+	struct waker data = {.d = a, .c = ca};
+	assert_true(wait_while(b, waker_fn, &data, 400000000ull, 0) >=
+		    390000000ull);
+	/* the cover has lapsed: the frame there does not let a sleep start */
+	while (u4l_now_ns() <= until)
+		usleep(10000);
+	assert_true(timed_wait(b, 5000000000ull, 0) < 1000000000ull);
+	/* under a new cover too: the frame is there */
+	b->ops->rx_cover(b, u4l_now_ns() + 900000000ull, true);
+	assert_true(timed_wait(b, 5000000000ull, 0) < 1000000000ull);
+	b->ops->rx_cover(b, 0, false);
+	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
+	b->ops->rx_release(cb);
+	/* after the lapse a frame ends a sleep at once */
+	assert_true(wait_while(b, waker_fn, &data, 5000000000ull, 0) <
+		    2000000000ull);
+	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
+	b->ops->rx_release(cb);
+	/* a cover of ACK / NAK: those wait, data does not */
+	b->ops->rx_cover(b, u4l_now_ns() + 900000000ull, false);
+	struct waker ctrl = {.d = a, .c = ca, .pdf = U4L_PDF_CTRL};
+	assert_true(wait_while(b, waker_fn, &ctrl, 400000000ull, 0) >=
+		    390000000ull);
+	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
+	b->ops->rx_release(cb);
+	assert_true(wait_while(b, waker_fn, &data, 5000000000ull, 0) <
+		    2000000000ull);
+	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
+	b->ops->rx_release(cb);
+	/* an ACK under that cover is woken for when the cover ends early */
+	b->ops->rx_cover(b, u4l_now_ns() + 900000000ull, false);
+	struct sleeper s = {.d = b};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, sleeper_fn, &s), 0);
+	usleep(50000);
+	assert_true(send1(a, ca, 4, U4L_PDF_CTRL, true));
+	usleep(100000);
+	uint64_t t0 = u4l_now_ns();
+	b->ops->rx_cover(b, 0, false);
+	pthread_join(th, NULL);
+	assert_true(s.end >= t0);
+	assert_true(u4l_now_ns() - t0 < 2000000000ull);
+	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
+	b->ops->rx_release(cb);
+	/* a cover an hour ahead is none */
+	b->ops->rx_cover(b, u4l_now_ns() + 3600000000000ull, true);
 	assert_true(wait_while(b, waker_fn, &data, 5000000000ull, 0) <
 		    2000000000ull);
 	a->ops->close(a);
@@ -211,6 +281,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_wait_tx, cleanup),
 	    cmocka_unit_test_teardown(test_wait_data, cleanup),
 	    cmocka_unit_test_teardown(test_rx_covered, cleanup),
+	    cmocka_unit_test_teardown(test_rx_cover_lapse, cleanup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

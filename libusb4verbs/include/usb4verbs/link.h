@@ -187,12 +187,18 @@ struct u4l_ops {
 	/* End a wait() of this context (from another thread). */
 	void (*kick)(struct u4l_dev *dev);
 	/*
-	 * Optional. on: an application polls this context's channels and
-	 * takes what comes, so arriving frames need not end a wait() (the
-	 * peer's sender saves a system call, the sleeper a wake-up). off:
-	 * they end it again, and a frame that came while on ends it now.
+	 * Optional. Until until_ns (u4l_now_ns() time) an application polls
+	 * this context's channels and takes what comes: frames that carry no
+	 * data (U4L_PDF_CTRL) need not end a wait(), nor, with all, any frame
+	 * (the peer's sender saves a system call, the sleeper a wake-up).
+	 * Each call replaces the last. Frames there when a wait() begins end
+	 * it at once, as always. The cover lapses by itself at until_ns, and
+	 * later frames end a wait() as usual; one that came under it while a
+	 * wait() was under way ends that wait() only at its deadline (so a
+	 * caller bounds its sleeps by the cover's end). Ended early (until_ns
+	 * 0, or all dropped), it ends a wait() at once for what came under it.
 	 */
-	void (*rx_covered)(struct u4l_dev *dev, bool on);
+	void (*rx_cover)(struct u4l_dev *dev, uint64_t until_ns, bool all);
 	/* The counters of this context's cable end. */
 	struct u4l_counters *(*counters)(struct u4l_dev *dev);
 	/* Payload bytes per second of the wire per direction; 0 = unthrottled. */
