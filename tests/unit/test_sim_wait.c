@@ -25,6 +25,15 @@ static void *waker_fn(void *p)
 	return NULL;
 }
 
+/* A frame is there on c: take it. */
+static void take1(struct u4l_dev *d, struct u4l_chan *c)
+{
+	struct u4l_rx_frame f;
+
+	assert_int_equal(d->ops->rx_peek(c, &f), 1);
+	d->ops->rx_release(c);
+}
+
 /* How long d's wait() for at most timeout_ns with flags slept. */
 static uint64_t timed_wait(struct u4l_dev *d, uint64_t timeout_ns,
 			   uint32_t flags)
@@ -106,7 +115,6 @@ static void test_rx_covered(void **state)
 	const char *n = make_cable("covered", NULL, NULL);
 	struct u4l_dev *a, *b;
 	struct u4l_chan *ca, *cb;
-	struct u4l_rx_frame f;
 	pthread_t th;
 	uint64_t t0;
 
@@ -115,8 +123,7 @@ static void test_rx_covered(void **state)
 	struct waker data = {.d = a, .c = ca};
 	assert_true(wait_while(b, waker_fn, &data, 400000000ull, 0) >=
 		    390000000ull);
-	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
-	b->ops->rx_release(cb);
+	take1(b, cb);
 	/* a sleeper not woken while covered is woken by the uncover */
 	struct sleeper s = {.d = b};
 	assert_int_equal(pthread_create(&th, NULL, sleeper_fn, &s), 0);
@@ -129,8 +136,7 @@ static void test_rx_covered(void **state)
 	/* it slept until the uncover, however late the thread started */
 	assert_true(s.end >= t0);
 	assert_true(u4l_now_ns() - t0 < 2000000000ull);
-	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
-	b->ops->rx_release(cb);
+	take1(b, cb);
 	/* uncovered, a frame ends the sleep as before */
 	assert_true(wait_while(b, waker_fn, &data, 5000000000ull, 0) <
 		    2000000000ull);
@@ -150,7 +156,6 @@ static void test_rx_cover_lapse(void **state)
 	const char *n = make_cable("lapse", NULL, NULL);
 	struct u4l_dev *a, *b;
 	struct u4l_chan *ca, *cb;
-	struct u4l_rx_frame f;
 
 	pair(n, &a, &b, &ca, &cb);
 	/* a frame under the cover, the sleep under way: its deadline */
@@ -167,24 +172,20 @@ static void test_rx_cover_lapse(void **state)
 	b->ops->rx_cover(b, u4l_now_ns() + 900000000ull, true);
 	assert_true(timed_wait(b, 5000000000ull, 0) < 1000000000ull);
 	b->ops->rx_cover(b, 0, false);
-	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
-	b->ops->rx_release(cb);
+	take1(b, cb);
 	/* after the lapse a frame ends a sleep at once */
 	assert_true(wait_while(b, waker_fn, &data, 5000000000ull, 0) <
 		    2000000000ull);
-	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
-	b->ops->rx_release(cb);
+	take1(b, cb);
 	/* a cover of ACK / NAK: those wait, data does not */
 	b->ops->rx_cover(b, u4l_now_ns() + 900000000ull, false);
 	struct waker ctrl = {.d = a, .c = ca, .pdf = U4L_PDF_CTRL};
 	assert_true(wait_while(b, waker_fn, &ctrl, 400000000ull, 0) >=
 		    390000000ull);
-	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
-	b->ops->rx_release(cb);
+	take1(b, cb);
 	assert_true(wait_while(b, waker_fn, &data, 5000000000ull, 0) <
 		    2000000000ull);
-	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
-	b->ops->rx_release(cb);
+	take1(b, cb);
 	/* an ACK under that cover is woken for when the cover ends early */
 	b->ops->rx_cover(b, u4l_now_ns() + 900000000ull, false);
 	struct sleeper s = {.d = b};
@@ -198,8 +199,7 @@ static void test_rx_cover_lapse(void **state)
 	pthread_join(th, NULL);
 	assert_true(s.end >= t0);
 	assert_true(u4l_now_ns() - t0 < 2000000000ull);
-	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
-	b->ops->rx_release(cb);
+	take1(b, cb);
 	/* a cover an hour ahead is none */
 	b->ops->rx_cover(b, u4l_now_ns() + 3600000000000ull, true);
 	assert_true(wait_while(b, waker_fn, &data, 5000000000ull, 0) <
@@ -250,7 +250,6 @@ static void test_wait_data(void **state)
 	const char *n = make_cable("waitdata", NULL, NULL);
 	struct u4l_dev *a, *b;
 	struct u4l_chan *ca, *cb;
-	struct u4l_rx_frame f;
 
 	pair(n, &a, &b, &ca, &cb);
 	struct waker ctrl = {.d = a, .c = ca, .pdf = U4L_PDF_CTRL};
@@ -259,13 +258,11 @@ static void test_wait_data(void **state)
 	/* it is there, so the next sleep does not start */
 	assert_true(timed_wait(b, 5000000000ull, U4L_WAIT_DATA) <
 		    1000000000ull);
-	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
-	b->ops->rx_release(cb);
+	take1(b, cb);
 	/* a CTRL frame ends a sleep without the flag */
 	assert_true(wait_while(b, waker_fn, &ctrl, 5000000000ull, 0) <
 		    2000000000ull);
-	assert_int_equal(b->ops->rx_peek(cb, &f), 1);
-	b->ops->rx_release(cb);
+	take1(b, cb);
 	/* a data frame ends a U4L_WAIT_DATA sleep */
 	struct waker data = {.d = a, .c = ca};
 	assert_true(wait_while(b, waker_fn, &data, 5000000000ull,
