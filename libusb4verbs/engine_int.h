@@ -56,6 +56,25 @@
 struct u4v_qp;
 
 /* A frame taken off one lane's RX ring, not yet dispatched (lanes.c). */
+/*
+ * Where a ring's rate is unknown (a kernel device), a peer measures what its
+ * lanes move while QPs wait for TX space, and takes another lane while that
+ * helps (lanes.c). Under progress_lock.
+ */
+struct u4v_lane_meter {
+	uint64_t since;	  /* this window began */
+	uint64_t bytes;	  /* tx_bytes then */
+	uint32_t samples; /* passes in the window ... */
+	uint32_t backlogged; /* ... that found QPs waiting for TX space */
+	uint64_t last;	  /* the last pass */
+	uint64_t dry;	  /* time the rings may have run dry in it (ns) */
+	uint64_t rate_before; /* bytes/s before the last lane (0: none yet) */
+	uint64_t rate_best;   /* the best window voting for a lane since */
+	int votes; /* windows in a row for (> 0) or against (< 0) a lane */
+	bool settled;	  /* no more lanes: they stopped helping, or none left */
+	bool grow;	  /* a lane is wanted: u4v_lanes_grow() takes it */
+};
+
 struct u4v_lane_head {
 	struct u4l_chan *chan; /* the lane it was peeked on */
 	struct u4l_rx_frame f;
@@ -91,6 +110,9 @@ struct u4v_peer {
 	uint16_t rx_seq;	/* the next lane sequence expected */
 	bool rx_seq_known;
 	uint64_t rx_wait_since; /* waiting for rx_seq on another lane */
+	uint64_t tx_bytes; /* frame bytes handed to the TX rings (tx_lock) */
+	uint32_t lanes_want; /* lanes it takes (0: not yet decided) */
+	struct u4v_lane_meter meter; /* lanes.c: does another lane help? */
 };
 
 struct u4v_ctx {
@@ -142,6 +164,8 @@ struct u4v_ctx {
 	/* last time an application armed a CQ (0: never); rarely written */
 	_Atomic uint64_t app_armed_ns;
 	uint32_t lanes_forced;	      /* USB4V_LANES: lanes per peer (0: rates) */
+	bool lanes_auto;	      /* USB4V_LANES=auto: measure, whatever the rates */
+	bool lanes_grow;	      /* some peer's meter.grow is set */
 };
 
 struct u4v_pd {
@@ -639,6 +663,12 @@ void u4v_lanes_open(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		    uint32_t remote_ctx);
 void u4v_lanes_accept(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		      struct u4l_chan *chan);
+/* A window of the lane meter: how long, and what it must see to decide. */
+#define U4V_LANE_METER_NS 50000000ull
+#define U4V_LANE_METER_SAMPLES 16u
+#define U4V_LANE_METER_VOTES 3u
+void u4v_lanes_meter(struct u4v_ctx *ctx, struct u4v_peer *peer, uint64_t now);
+void u4v_lanes_grow(struct u4v_ctx *ctx);
 struct u4l_chan *u4v_lanes_tx_slot(struct u4v_peer *peer, uint8_t **buf,
 				   uint32_t *lane);
 uint32_t u4v_tx_space(struct u4v_peer *peer);

@@ -39,6 +39,7 @@ uint64_t u4v_now(void)
 int u4v_ctx_open(const struct u4v_ctx_attr *attr, struct u4v_ctx **out)
 {
 	struct u4v_ctx *ctx;
+	const char *env;
 	uint32_t i;
 
 	if (!attr || !attr->link || !out)
@@ -58,10 +59,15 @@ int u4v_ctx_open(const struct u4v_ctx_attr *attr, struct u4v_ctx **out)
 	ctx->spin_ns = 50000;
 	if (getenv("USB4V_SPIN_US"))
 		ctx->spin_ns = strtoull(getenv("USB4V_SPIN_US"), NULL, 10) * 1000;
-	/* USB4V_LANES: lanes per peer whatever the rates (lanes.c) */
-	if (getenv("USB4V_LANES"))
-		ctx->lanes_forced =
-		    (uint32_t)strtoul(getenv("USB4V_LANES"), NULL, 10);
+	/*
+	 * USB4V_LANES: lanes per peer whatever the rates (lanes.c); "auto":
+	 * measured, whatever the rates (lane_meter.c)
+	 */
+	env = getenv("USB4V_LANES");
+	if (env && !strcmp(env, "auto"))
+		ctx->lanes_auto = true;
+	else if (env)
+		ctx->lanes_forced = (uint32_t)strtoul(env, NULL, 10);
 	u4v_mutex_init(&ctx->progress_lock);
 	pthread_mutex_init(&ctx->obj_lock, NULL);
 	u4v_mutex_init(&ctx->mw_lock);

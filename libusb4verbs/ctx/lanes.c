@@ -16,9 +16,9 @@
 #include "engine_int.h"
 
 /*
- * How many lanes the link's rates call for, or USB4V_LANES asks for: a
- * kernel device does not know its rings' rate (nhi: 0), so there the user
- * who does says how many.
+ * How many lanes the link's rates call for, or USB4V_LANES asks for. Where
+ * the ring's rate is unknown (a kernel device), one to begin with: the lane
+ * meter takes more while they help (lane_meter.c).
  */
 static uint32_t lanes_wanted(struct u4v_ctx *ctx)
 {
@@ -29,11 +29,11 @@ static uint32_t lanes_wanted(struct u4v_ctx *ctx)
 	if (ctx->lanes_forced)
 		return ctx->lanes_forced < U4L_MAX_LANES ? ctx->lanes_forced :
 							   U4L_MAX_LANES;
-	if (!ctx->ops->ring_rate)
+	if (!ctx->ops->ring_rate || ctx->lanes_auto)
 		return 1;
 	ring = ctx->ops->ring_rate(ctx->link);
 	wire = ctx->ops->wire_rate(ctx->link);
-	if (!ring)
+	if (!ring || ring == U4L_RATE_UNKNOWN)
 		return 1;
 	if (!wire)
 		return U4L_MAX_LANES;
@@ -61,16 +61,21 @@ static void lane_set(struct u4v_ctx *ctx, struct u4v_peer *peer, uint32_t l,
 }
 
 /*
- * Take the lanes past peer->chan (just set, lane 0) that the rates call
- * for; a lane the budget cannot give is counted (lanes_short) and the peer
- * goes on with what it has. Lanes beyond those that the remote context
- * made stay while they live. Caller holds obj_lock.
+ * Take the lanes past peer->chan (lane 0) that the peer wants: what the
+ * rates call for, decided once, or what the lane meter has added since. A
+ * lane the budget cannot give is counted (lanes_short) and the peer goes
+ * on with what it has. Lanes beyond those that the remote context made
+ * stay while they live. Caller holds obj_lock.
  */
 void u4v_lanes_open(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		    uint32_t remote_ctx)
 {
-	uint32_t want = lanes_wanted(ctx), l;
+	uint32_t want, l;
 	bool short_of = false;
+
+	if (!peer->lanes_want)
+		peer->lanes_want = lanes_wanted(ctx);
+	want = peer->lanes_want;
 
 	for (l = 1; l < U4L_MAX_LANES; l++) {
 		struct u4l_chan *old = peer->lanes[l], *chan = NULL;

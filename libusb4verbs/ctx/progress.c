@@ -493,6 +493,7 @@ static unsigned int progress_locked(struct u4v_ctx *ctx)
 		if (!__atomic_load_n(&peer->chan, __ATOMIC_ACQUIRE))
 			continue;
 		frames += rx_peer(ctx, peer, due);
+		u4v_lanes_meter(ctx, peer, now);
 		if (peer->pending_head)
 			push_pending(peer);
 	}
@@ -512,6 +513,8 @@ bool u4v_progress_try(struct u4v_ctx *ctx)
 		return false;
 	progress_locked(ctx);
 	pthread_mutex_unlock(&ctx->progress_lock);
+	if (!ctx->thread_running)
+		u4v_lanes_grow(ctx); /* else the thread does, off the app's path */
 	return true;
 }
 
@@ -758,6 +761,8 @@ static void *progress_thread(void *arg)
 
 		/* app may be a little newer than now: compare without wrap */
 		bool app_recent = app + APP_POLL_RECENT_NS > now;
+
+		u4v_lanes_grow(ctx); /* what the last passes' meters asked */
 
 		if (poll_done_by_app(&st, app, app_recent)) {
 			st.last_active = now;

@@ -547,10 +547,12 @@ static uint64_t nhi_wire_rate(struct u4l_dev *dev)
 	return to_nhi(dev)->wire_rate;
 }
 
-/* 0 where the kernel does not know it: lanes only when forced (lanes.c). */
+/* Where the kernel does not know it (0), the engine measures it. */
 static uint64_t nhi_ring_rate(struct u4l_dev *dev)
 {
-	return to_nhi(dev)->ring_rate;
+	uint64_t rate = to_nhi(dev)->ring_rate;
+
+	return rate ? rate : U4L_RATE_UNKNOWN;
 }
 
 static const struct u4l_ops nhi_ops = {

@@ -51,6 +51,8 @@ int u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
 		     U4W_OP(h->opcode) == U4W_ACK ? U4L_PDF_CTRL :
 						    U4L_PDF_DATA);
 	peer->tx_chan = chan;
+	__atomic_store_n(&peer->tx_bytes, peer->tx_bytes + hlen + paylen,
+			 __ATOMIC_RELAXED); /* the lane meter reads it */
 	if (u4v_lanes_turn_ends(peer, h->opcode))
 		peer->tx_next = lane + 1;
 	peer->tx_posted++;
@@ -72,7 +74,7 @@ void u4v_tx_bound(struct u4v_ctx *ctx, struct u4l_chan *chan)
 	uint64_t rate = ctx->ops->wire_rate(ctx->link), frames;
 	uint64_t ring = ctx->ops->ring_rate ? ctx->ops->ring_rate(ctx->link) : 0;
 
-	if (ring && (!rate || ring < rate))
+	if (ring && ring != U4L_RATE_UNKNOWN && (!rate || ring < rate))
 		rate = ring; /* what one ring moves is what it must queue */
 	if (!ctx->ops->tx_bound || !rate)
 		return;

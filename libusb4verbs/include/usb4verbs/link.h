@@ -28,6 +28,7 @@
 #define U4L_FRAME_MAX U4V_FRAME_SIZE /* one NHI frame buffer; no s/g */
 #define U4L_MAX_CTX U4V_MAX_CTX	     /* contexts per cable, both ends */
 #define U4L_MAX_LANES 4u /* channels (ring pairs) between two contexts */
+#define U4L_RATE_UNKNOWN UINT64_MAX /* u4l_ops.ring_rate: nobody knows */
 
 /* Frame kinds carried in the descriptor's PDF field (like thunderbolt-net). */
 enum u4l_pdf {
@@ -205,7 +206,8 @@ struct u4l_ops {
 	uint64_t (*wire_rate)(struct u4l_dev *dev);
 	/*
 	 * Optional: bytes per second one ring pair moves per direction; 0 (or
-	 * no op) = what the wire carries.
+	 * no op) = what the wire carries; U4L_RATE_UNKNOWN where the backend
+	 * cannot know (a kernel device): the engine measures (lane_meter.c).
 	 */
 	uint64_t (*ring_rate)(struct u4l_dev *dev);
 };
