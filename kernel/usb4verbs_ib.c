@@ -189,7 +189,8 @@ static int u4k_ctx_reply(struct u4k_ucontext *uctx, struct ib_udata *udata)
 	resp.wire_rate = dev->cable->wire_rate;
 	/*
 	 * Unknown (0): the soft engine does not pace its rings, and an NHI's
-	 * rate per ring is not measured here. Lanes are the provider's call.
+	 * rate per ring is not measured here. The provider measures it where
+	 * the wire's rate is known (a Thunderbolt link), else takes one lane.
 	 */
 	resp.ring_rate = 0;
 	return ib_copy_to_udata(udata, &resp, sizeof(resp));

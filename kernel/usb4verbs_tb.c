@@ -482,6 +482,20 @@ static u32 u4k_tb_end(const uuid_t *local, const uuid_t *remote)
 	return memcmp(local, remote, sizeof(*local)) < 0 ? 0 : 1;
 }
 
+/*
+ * Payload bytes per second of the link, one way: its lanes' speed times
+ * two when they are bonded (an asymmetric link's narrow way is one lane),
+ * 4084 of 4096 bytes per frame. A link that does not say is one 20 Gb/s
+ * lane. What one ring pair moves is not known here: the provider measures.
+ */
+static u64 u4k_tb_wire_rate(const struct tb_xdomain *xd)
+{
+	u64 gbps = xd->link_speed ? xd->link_speed : 20;
+	u64 lanes = xd->link_width == 2 ? 2 : 1;
+
+	return gbps * lanes * 1000000000ull / 8 * 4084 / 4096;
+}
+
 /* Our login was accepted: the ib_device; channels come with connects. */
 static void u4k_tb_up(struct u4k_tb_peer *p)
 {
@@ -489,9 +503,8 @@ static void u4k_tb_up(struct u4k_tb_peer *p)
 	struct u4k_dev *dev;
 	u64 guid;
 
-	/* One lane, 20 Gb/s, 4084 of 4096 bytes payload per frame. */
 	p->cable = u4k_cable_alloc(&u4k_tb_cable_ops, end, u4k_tb_channels,
-				   20000000000ull / 8 * 4084 / 4096);
+				   u4k_tb_wire_rate(p->xd));
 	if (!p->cable)
 		return;
 	p->cable->priv = p;
