@@ -522,6 +522,13 @@ def headline_stripe(pts, rows):
              f"(--ring-rate, two lanes) vs the wire alone, same run | "
              f"{m:.3f}x ({spread(ring)} vs {spread(wire)} Gb/s) | "
              f">= 0.95x | {verdict(m, 0.95, False)} |")
+    v = per_rep(rows, "stripe", "ring/measured", "ratio_to_wire")
+    if v:
+        p = find(pts, "stripe", "ring/measured", "gbps")
+        L.append(f"| the same with lanes measured (`USB4V_LANES=auto`, as "
+                 f"on a kernel device) vs the wire alone | "
+                 f"{statistics.median(v):.3f}x ({spread(p)} Gb/s) "
+                 f"| measured | - |")
     v = per_rep(rows, "stripe", "ring/1chan", "ratio_to_wire")
     if v:
         p = find(pts, "stripe", "ring/1chan", "gbps")

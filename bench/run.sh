@@ -34,7 +34,8 @@
 #   stripe      rings slower than the wire: ib_write_bw 64 KiB, 1 QP, per
 #               repetition at --rate R alone, then with --ring-rate R/2
 #               (the QP stripes over two lanes; issue 14: >= 0.95 of the
-#               first), the same with one channel only (no second lane:
+#               first), the same with lanes measured (USB4V_LANES=auto, as
+#               on a kernel device), with one channel only (no second lane:
 #               what striping is worth), and -q 2/4/8/16 with the ring rate
 #               (flat against -q 1)
 #   cpu_cmp     the same bytes over TCP loopback (bench/tcp_bw) and over
@@ -812,7 +813,7 @@ if want stripe; then
 	declare -A STRIPE_RATIOS=()
 	for ((r = 1; r <= reps; r++)); do
 		wire=
-		for point in wire ring ring/1chan ring/q2 ring/q4 ring/q8 ring/q16; do
+		for point in wire ring ring/measured ring/1chan ring/q2 ring/q4 ring/q8 ring/q16; do
 			reset_r
 			q=1
 			[[ $point == ring/q* ]] && q=${point#ring/q}
@@ -821,8 +822,11 @@ if want stripe; then
 			up="--rate $rate"
 			[ "$point" = wire ] || up="$up --ring-rate $ring"
 			[ "$point" = ring/1chan ] && up="$up --channels 1"
+			# measured: lanes as on a kernel device, which knows no ring rate
+			[ "$point" = ring/measured ] && export USB4V_LANES=auto
 			pt_run 1 $((DUR + 40)) "$up" -- ib_write_bw -F --report_gbits -c RC \
 				-s 65536 -q "$q" -D "$DUR"
+			unset USB4V_LANES
 			[ -n "$PT_BW" ] || fail_note no-result
 			emit gbps "$PT_BW" Gbps
 			if [ "$point" = wire ]; then
@@ -835,7 +839,8 @@ if want stripe; then
 			printf '  %-34s rep %d: %8s Gb/s, wire alone %s: ratio %s  retx %s\n' "$point" "$r" "${PT_BW:-FAIL}" "${wire:-FAIL}" "${ratio:-?}" "${R[retx]:-?}" | tee -a "$out/run.log" >&2
 		done
 	done
-	for point in ring ring/1chan ring/q2 ring/q4 ring/q8 ring/q16; do
+	cmd_note stripe/ring/measured "usb4v-sim up --rate $rate --ring-rate $ring; USB4V_LANES=auto ib_write_bw -F --report_gbits -c RC -s 65536 -q 1 -D $DUR (both sides: lanes measured, not from the ring rate)"
+	for point in ring ring/measured ring/1chan ring/q2 ring/q4 ring/q8 ring/q16; do
 		read -r med _ <<<"$(med_min "${STRIPE_RATIOS[$point]}")"
 		log "stripe $point: ratios to the wire alone${STRIPE_RATIOS[$point]}; median ${med:-?}"
 	done
