@@ -8,9 +8,26 @@
 
 #include "engine_int.h"
 
+/*
+ * An application that polled a CQ in the last 0.5 ms, and waits for much,
+ * moves the context itself: the thread naps until that poll is 0.5 ms old
+ * (ended early when a CQ is armed). Shorter naps cost a third of
+ * unthrottled bandwidth on a 2-core machine. One that waits for a single
+ * send or nothing may spin on memory next, so the thread sleeps on the link
+ * instead, woken by the peer's data frames only (the application takes its
+ * ACKs itself) until that poll is 0.5 ms old: the link's cover says so
+ * (rx_cover, see u4v_progress_cover), or, on a link without one, the
+ * wait's flag; the thread looks again then.
+ */
+#define APP_POLL_RECENT_NS 500000ull
+
+/* One pass; returns the frames taken. Caller holds progress_lock. */
+unsigned int u4v_progress_locked(struct u4v_ctx *ctx);
+/* What the application waits for on its CQs. Under progress_lock. */
+uint32_t u4v_app_cq_work(struct u4v_ctx *ctx);
 /* One progress pass unless another thread is running one (then false). */
 bool u4v_progress_try(struct u4v_ctx *ctx);
-/* Start the per-context progress thread (idempotent; first QP does it). */
+/* Start the per-context progress thread (thread.c; idempotent; first QP). */
 int u4v_progress_start(struct u4v_ctx *ctx);
 void u4v_progress_stop(struct u4v_ctx *ctx);
 /* A verbs call (post, poll): the context is not idle. */
