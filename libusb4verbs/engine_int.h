@@ -659,6 +659,10 @@ void u4v_tx_bound(struct u4v_ctx *ctx, struct u4l_chan *chan);
 /* ctx/lanes.c: striping over a peer's lanes, and their order restored */
 /* How long RX waits for a frame late on another lane (then: lost). */
 #define U4V_LANE_WAIT_NS 50000ull
+/* What one ring pair moves, bytes/s; 0: the wire's, or nobody knows. */
+uint64_t u4v_ring_rate(const struct u4v_ctx *ctx);
+/* Nobody knows it (a kernel device): the lane meter measures. */
+bool u4v_ring_rate_unknown(const struct u4v_ctx *ctx);
 void u4v_lanes_open(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		    uint32_t remote_ctx);
 void u4v_lanes_accept(struct u4v_ctx *ctx, struct u4v_peer *peer,

@@ -28,9 +28,7 @@ static bool lanes_measured(struct u4v_ctx *ctx)
 	if (!ctx->ops->chan_get_lane || ctx->lanes_forced ||
 	    !ctx->ops->wire_rate(ctx->link))
 		return false;
-	return ctx->lanes_auto || (ctx->ops->ring_rate &&
-				   ctx->ops->ring_rate(ctx->link) ==
-				       U4L_RATE_UNKNOWN);
+	return ctx->lanes_auto || u4v_ring_rate_unknown(ctx);
 }
 
 static void meter_restart(struct u4v_peer *peer, uint64_t now)

@@ -29,16 +29,32 @@ static uint32_t lanes_wanted(struct u4v_ctx *ctx)
 	if (ctx->lanes_forced)
 		return ctx->lanes_forced < U4L_MAX_LANES ? ctx->lanes_forced :
 							   U4L_MAX_LANES;
-	if (!ctx->ops->ring_rate || ctx->lanes_auto)
-		return 1;
-	ring = ctx->ops->ring_rate(ctx->link);
+	ring = u4v_ring_rate(ctx);
 	wire = ctx->ops->wire_rate(ctx->link);
-	if (!ring || ring == U4L_RATE_UNKNOWN)
+	if (!ring || ctx->lanes_auto)
 		return 1;
 	if (!wire)
 		return U4L_MAX_LANES;
 	n = (wire + ring - 1) / ring;
 	return n < U4L_MAX_LANES ? (uint32_t)(n ? n : 1) : U4L_MAX_LANES;
+}
+
+/* The link's ring_rate op, if any: U4L_RATE_UNKNOWN or 0 (the wire's). */
+static uint64_t ring_rate_op(const struct u4v_ctx *ctx)
+{
+	return ctx->ops->ring_rate ? ctx->ops->ring_rate(ctx->link) : 0;
+}
+
+uint64_t u4v_ring_rate(const struct u4v_ctx *ctx)
+{
+	uint64_t ring = ring_rate_op(ctx);
+
+	return ring == U4L_RATE_UNKNOWN ? 0 : ring;
+}
+
+bool u4v_ring_rate_unknown(const struct u4v_ctx *ctx)
+{
+	return ring_rate_op(ctx) == U4L_RATE_UNKNOWN;
 }
 
 /*

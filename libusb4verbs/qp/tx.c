@@ -72,9 +72,9 @@ int u4v_tx_frame(struct u4v_peer *peer, const struct u4w_hdr *h,
 void u4v_tx_bound(struct u4v_ctx *ctx, struct u4l_chan *chan)
 {
 	uint64_t rate = ctx->ops->wire_rate(ctx->link), frames;
-	uint64_t ring = ctx->ops->ring_rate ? ctx->ops->ring_rate(ctx->link) : 0;
+	uint64_t ring = u4v_ring_rate(ctx);
 
-	if (ring && ring != U4L_RATE_UNKNOWN && (!rate || ring < rate))
+	if (ring && (!rate || ring < rate))
 		rate = ring; /* what one ring moves is what it must queue */
 	if (!ctx->ops->tx_bound || !rate)
 		return;
