@@ -401,7 +401,7 @@ def summary_head(rows, a):
     return L
 
 
-def headline_speed(pts, a):
+def headline_speed(pts, a, cmds):
     """Efficiency, latency and idle cost against their targets."""
     cap = a.capacity
     L = []
@@ -425,6 +425,17 @@ def headline_speed(pts, a):
     L.append(f"| ib_write_lat -s 8 99.9th percentile vs its typical "
              f"| {fmt(r)}x ({spread(w9)} us) | <= 20x | "
              f"{verdict_max(r, 20.0)} |")
+    # the same tail with no cable, no verbs: what the host alone imposes
+    h9 = find(pts, "lat_size", "host_floor/8", "lat_p999_us")
+    if h9 and h9["median"] is not None:
+        ht = find(pts, "lat_size", "host_floor/8", "lat_typical_us")
+        r = ratio(median_of(h9), median_of(wl))
+        L.append(f"| the host's floor: two processes spinning on one shared "
+                 f"word, same iterations, one way paced to ib_write_lat's "
+                 f"typical{cmd_of(cmds, 'lat_size/host_floor/8')}: its "
+                 f"99.9th percentile vs ib_write_lat -s 8's typical | "
+                 f"{fmt(r)}x ({spread(h9)} us; its typical {spread(ht)} "
+                 f"us) | measured | - |")
     ic = find(pts, "sw_cost", "idle/2ctx", "idle_cpu_pct")
     L.append(f"| an idle context (connected QP, no traffic for 100 ms): "
              f"CPU of its progress thread | {spread(ic, 3)} % of a core | "
@@ -710,7 +721,7 @@ def failed_and_files(rows, plots):
 
 def summary(pts, rows, a, plots):
     cmds = load_commands(a.commands)
-    L = (summary_head(rows, a) + headline_speed(pts, a) +
+    L = (summary_head(rows, a) + headline_speed(pts, a, cmds) +
          headline_sw_cost(pts, a, cmds) +
          headline_scaling(pts) + headline_faults(pts) +
          headline_loss(rows) + headline_stripe(pts, rows) +

@@ -19,7 +19,11 @@
 # What it measures (unmodified perftest through `usb4v-sim exec` unless
 # noted), every point repeated N times, spread kept (min/median/max):
 #   bw_size     bandwidth vs message size: send RC/UC/UD, write RC/UC, read RC
-#   lat_size    latency vs size: ib_send_lat, ib_write_lat (RC)
+#   lat_size    latency vs size: ib_send_lat, ib_write_lat (RC); after each
+#               ib_write_lat -s 8, the host's floor under its tail:
+#               bench/shm_pingpong, two processes spinning on one shared
+#               word, same iterations paced to its typical, perftest's
+#               figures
 #   qp_scale    aggregate write bandwidth vs QPs, one process (-q) and two
 #               perftest pairs at once on one cable (different ports)
 #   events      ib_send_bw poll vs event mode (-e)
@@ -146,7 +150,7 @@ have_valgrind=1
 command -v valgrind >/dev/null || have_valgrind=0
 
 # -------------------------------------------------------------------- build
-targets=(usb4v-sim usb4v_sim_shim u4v_provider engine_bw threads_bw tcp_bw)
+targets=(usb4v-sim usb4v_sim_shim u4v_provider engine_bw threads_bw tcp_bw shm_pingpong)
 if [ "$dobuild" -eq 1 ]; then
 	if [ ! -f "$build/CMakeCache.txt" ]; then
 		log "configuring $build"
@@ -161,7 +165,8 @@ SIM=$build/tools/usb4v-sim/usb4v-sim
 ENGINE_BW=$build/bench/engine_bw
 THREADS_BW=$build/bench/threads_bw
 TCP_BW=$build/bench/tcp_bw
-for f in "$SIM" "$ENGINE_BW" "$THREADS_BW" "$TCP_BW"; do
+SHM_PINGPONG=$build/bench/shm_pingpong
+for f in "$SIM" "$ENGINE_BW" "$THREADS_BW" "$TCP_BW" "$SHM_PINGPONG"; do
 	[ -x "$f" ] || { log "missing $f (build it or drop --no-build)"; exit 1; }
 done
 build_type=$(awk -F= '/^CMAKE_BUILD_TYPE:/{print $2}' "$build/CMakeCache.txt" 2>/dev/null)
@@ -389,8 +394,11 @@ bw_point() {
 	done
 }
 
-lat_point() { # suite point tool size upopts iters
-	local suite=$1 point=$2 tool=$3 size=$4 upopts=$5 iters=$6 r
+# lat_point SUITE POINT TOOL SIZE UPOPTS ITERS [AFTER]: AFTER, if given, is
+# run after each repetition with the repetition's number, ITERS and the
+# repetition's typical latency (us).
+lat_point() {
+	local suite=$1 point=$2 tool=$3 size=$4 upopts=$5 iters=$6 after=${7:-} r
 	local op=${tool#ib_}
 	op=${op%_lat}
 	for ((r = 1; r <= reps; r++)); do
@@ -407,7 +415,39 @@ lat_point() { # suite point tool size upopts iters
 		emit lat_p99_us "$p99" us
 		emit lat_p999_us "$p999" us
 		printf '  %-34s rep %d: typical %8s us  avg %8s us  p99 %8s us\n' "$point" "$r" "${typ:-FAIL}" "$avg" "$p99" | tee -a "$out/run.log" >&2
+		[ -z "$after" ] || "$after" "$r" "$iters" "$typ"
 	done
+}
+
+# host_floor REP ITERS TYPICAL: what the host alone does to a spinning
+# ping-pong (bench/shm_pingpong: two processes, one shared word, perftest's
+# figures), run right after a repetition of ib_write_lat -s 8: the same
+# iterations, each side pacing one way to that repetition's typical, so
+# the ping-pong lasts as long and meets as many of the host's stalls.
+host_floor() {
+	local rep=$1 iters=$2 pace=$3 lg b0 b1 t0 t1
+	reset_r
+	R[suite]=lat_size R[point]=host_floor/8 R[tool]=shm_pingpong R[op]=spin R[conn]=shm
+	R[size]=8 R[rate]=0 R[rep]=$rep R[load1]=$(cut -d' ' -f1 /proc/loadavg)
+	lg=$out/logs/host_floor-$rep.log
+	kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$lg" | head -1; }
+	if [ -z "$pace" ]; then
+		fail_note no-pace # ib_write_lat gave no typical
+		: >"$lg"
+	else
+		R[note]="pace=${pace}us"
+		b0=$(cpu_snap); t0=$(now)
+		timeout -k 3 150 "$SHM_PINGPONG" -n "$iters" -w "$pace" >"$lg" 2>&1 || fail_note exit
+		t1=$(now); b1=$(cpu_snap)
+		machine_cpu "$b0" "$b1" "$t0" "$t1"
+		[ -n "$(kv typical_us)" ] || fail_note no-result
+	fi
+	emit lat_min_us "$(kv min_us)" us
+	emit lat_typical_us "$(kv typical_us)" us
+	emit lat_avg_us "$(kv avg_us)" us
+	emit lat_p99_us "$(kv p99_us)" us
+	emit lat_p999_us "$(kv p999_us)" us
+	printf '  %-34s rep %d: typical %8s us  avg %8s us  p99 %8s us  p99.9 %8s us\n' "host_floor/8" "$rep" "$(kv typical_us)" "$(kv avg_us)" "$(kv p99_us)" "$(kv p999_us)" | tee -a "$out/run.log" >&2
 }
 
 # tcp_point SUITE POINT REP TCP_BW-ARGS...: one run of bench/tcp_bw (TCP
@@ -506,8 +546,12 @@ if want lat_size; then
 		lat_point lat_size "send_lat/RC/$s" ib_send_lat "$s" "--rate $rate" "$LAT_ITERS"
 	done
 	for s in "${WLAT_SIZES[@]}"; do
-		lat_point lat_size "write_lat/RC/$s" ib_write_lat "$s" "--rate $rate" "$LAT_ITERS"
+		after=
+		[ "$s" = 8 ] && after=host_floor
+		lat_point lat_size "write_lat/RC/$s" ib_write_lat "$s" "--rate $rate" "$LAT_ITERS" $after
 	done
+	cmd_note lat_size/write_lat/RC/8 "usb4v-sim up --rate $rate; ib_write_lat -F -c RC -s 8 -n $LAT_ITERS (server on end 0, client on end 1)"
+	cmd_note lat_size/host_floor/8 "shm_pingpong -n $LAT_ITERS -w T (T: the typical of the ib_write_lat -s 8 repetition it follows)"
 fi
 
 # ---- QP scaling
