@@ -41,7 +41,7 @@
 #               first), the same with lanes measured (USB4V_LANES=auto, as
 #               on a kernel device), with one channel only (no second lane:
 #               what striping is worth), and -q 2/4/8/16 with the ring rate
-#               (flat against -q 1)
+#               (flat against -q 1 of the same repetition)
 #   cpu_cmp     the same bytes over TCP loopback (bench/tcp_bw) and over
 #               usb4verbs (ib_write_bw, 20 Gb/s and unthrottled): CPU-s/GiB
 #   cost        issue 14's software cost, each repetition TCP then usb4verbs:
@@ -854,9 +854,9 @@ fi
 if want stripe; then
 	ring=$(awk -v r="$rate" 'BEGIN{printf "%g", r / 2}')
 	log "suite stripe: ib_write_bw RC 64 KiB, --rate $rate vs --ring-rate $ring (lanes), one channel, -q 2..16"
-	declare -A STRIPE_RATIOS=()
+	declare -A STRIPE_RATIOS=() RING_RATIOS=()
 	for ((r = 1; r <= reps; r++)); do
-		wire=
+		wire='' ring1=''
 		for point in wire ring ring/measured ring/1chan ring/q2 ring/q4 ring/q8 ring/q16; do
 			reset_r
 			q=1
@@ -881,12 +881,24 @@ if want stripe; then
 			emit ratio_to_wire "$ratio" x
 			STRIPE_RATIOS[$point]="${STRIPE_RATIOS[$point]:-} ${ratio:-0}"
 			printf '  %-34s rep %d: %8s Gb/s, wire alone %s: ratio %s  retx %s\n' "$point" "$r" "${PT_BW:-FAIL}" "${wire:-FAIL}" "${ratio:-?}" "${R[retx]:-?}" | tee -a "$out/run.log" >&2
+			[ "$point" = ring ] && ring1=$PT_BW
+			# N QPs against the one QP of this repetition: the pair
+			# sees the same host, a median of medians would not
+			if [[ $point == ring/q* ]]; then
+				ratio=$(awk -v a="$PT_BW" -v b="$ring1" 'BEGIN{if (a > 0 && b > 0) printf "%.3f", a/b}')
+				emit ratio_to_ring "$ratio" x
+				RING_RATIOS[$point]="${RING_RATIOS[$point]:-} ${ratio:-0}"
+			fi
 		done
 	done
 	cmd_note stripe/ring/measured "usb4v-sim up --rate $rate --ring-rate $ring; USB4V_LANES=auto ib_write_bw -F --report_gbits -c RC -s 65536 -q 1 -D $DUR (both sides: lanes measured, not from the ring rate)"
 	for point in ring ring/measured ring/1chan ring/q2 ring/q4 ring/q8 ring/q16; do
 		read -r med _ <<<"$(med_min "${STRIPE_RATIOS[$point]}")"
 		log "stripe $point: ratios to the wire alone${STRIPE_RATIOS[$point]}; median ${med:-?}"
+	done
+	for point in ring/q2 ring/q4 ring/q8 ring/q16; do
+		read -r med _ <<<"$(med_min "${RING_RATIOS[$point]}")"
+		log "stripe $point: ratios to 1 QP of the same repetition${RING_RATIOS[$point]}; median ${med:-?}"
 	done
 fi
 
