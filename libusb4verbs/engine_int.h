@@ -110,6 +110,9 @@ struct u4v_peer {
 	uint16_t rx_seq;	/* the next lane sequence expected */
 	bool rx_seq_known;
 	uint64_t rx_wait_since; /* waiting for rx_seq on another lane */
+	uint64_t rx_wait_ns;	/* the lane wait in force (0: the least) */
+	uint16_t rx_gave_up;	/* the last sequence a wait gave up on ... */
+	bool rx_gave_up_open;	/* ... and it has not come since */
 	uint64_t tx_bytes; /* frame bytes handed to the TX rings (tx_lock) */
 	uint32_t lanes_want; /* lanes it takes (0: not yet decided) */
 	struct u4v_lane_meter meter; /* lanes.c: does another lane help? */
@@ -657,8 +660,12 @@ void u4v_tx_doorbell(struct u4v_peer *peer);
 void u4v_tx_bound(struct u4v_ctx *ctx, struct u4l_chan *chan);
 
 /* ctx/lanes.c: striping over a peer's lanes, and their order restored */
-/* How long RX waits for a frame late on another lane (then: lost). */
+/*
+ * How long RX waits for a frame late on another lane (then: lost), at
+ * least; while frames it gave up on turn up after all, up to the most.
+ */
 #define U4V_LANE_WAIT_NS 50000ull
+#define U4V_LANE_WAIT_MAX_NS 800000ull
 /* What one ring pair moves, bytes/s; 0: the wire's, or nobody knows. */
 uint64_t u4v_ring_rate(const struct u4v_ctx *ctx);
 /* Nobody knows it (a kernel device): the lane meter measures. */

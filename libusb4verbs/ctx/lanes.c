@@ -254,14 +254,48 @@ static bool lane_head(struct u4v_ctx *ctx, struct u4v_peer *peer, uint32_t l,
 }
 
 /*
+ * The lane wait in force. It starts at U4V_LANE_WAIT_NS and doubles, up to
+ * U4V_LANE_WAIT_MAX_NS, each time a frame it gave up on comes after all (the
+ * rings were late, nothing was lost: the NAK it caused resent a frame for
+ * nothing), and halves back each time one it gave up on never came (a loss,
+ * which the longer wait only delays). On the software cable a ring is moved
+ * by processes the host can deschedule; an NHI's DMA is not.
+ */
+static uint64_t lane_wait_ns(const struct u4v_peer *peer)
+{
+	return peer->rx_wait_ns ? peer->rx_wait_ns : U4V_LANE_WAIT_NS;
+}
+
+static void lane_gave_up(struct u4v_peer *peer)
+{
+	if (peer->rx_gave_up_open && peer->rx_wait_ns > U4V_LANE_WAIT_NS)
+		peer->rx_wait_ns /= 2;
+	peer->rx_gave_up = peer->rx_seq;
+	peer->rx_gave_up_open = true;
+}
+
+/* A frame after its successors: one a lane wait gave up on. */
+static void lane_late(struct u4v_ctx *ctx, struct u4v_peer *peer,
+		      uint16_t seq)
+{
+	u4l_count(&ctx->cnt->lane_late, 1);
+	if (!peer->rx_gave_up_open || seq != peer->rx_gave_up)
+		return;
+	peer->rx_gave_up_open = false;
+	peer->rx_wait_ns = lane_wait_ns(peer) * 2;
+	if (peer->rx_wait_ns > U4V_LANE_WAIT_MAX_NS)
+		peer->rx_wait_ns = U4V_LANE_WAIT_MAX_NS;
+}
+
+/*
  * Should the frame with sequence seq wait for rx_seq, which may still come
- * on a lane that is empty now? Bounded by U4V_LANE_WAIT_NS from when the
+ * on a lane that is empty now? Bounded by lane_wait_ns() from when the
  * wait began; the progress thread wakes for its end (lane_wait_due).
  */
 static bool lane_wait(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		      uint16_t seq, bool some_empty)
 {
-	uint64_t now;
+	uint64_t now, due;
 
 	if (!peer->rx_seq_known || seq == peer->rx_seq || !some_empty ||
 	    seq_before(seq, peer->rx_seq))
@@ -271,11 +305,13 @@ static bool lane_wait(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		peer->rx_wait_since = now;
 		u4l_count(&ctx->cnt->lane_waits, 1);
 	}
-	if (now - peer->rx_wait_since >= U4V_LANE_WAIT_NS)
+	due = peer->rx_wait_since + lane_wait_ns(peer);
+	if (now >= due) {
+		lane_gave_up(peer);
 		return false;
-	if (!ctx->lane_wait_due ||
-	    peer->rx_wait_since + U4V_LANE_WAIT_NS < ctx->lane_wait_due)
-		ctx->lane_wait_due = peer->rx_wait_since + U4V_LANE_WAIT_NS;
+	}
+	if (!ctx->lane_wait_due || due < ctx->lane_wait_due)
+		ctx->lane_wait_due = due;
 	return true;
 }
 
@@ -318,8 +354,13 @@ struct u4l_chan *u4v_lanes_rx_next(struct u4v_ctx *ctx, struct u4v_peer *peer,
 	if (lane_wait(ctx, peer, hd->seq, some_empty))
 		return NULL;
 	peer->rx_wait_since = 0;
-	peer->rx_seq = (uint16_t)(hd->seq + 1);
-	peer->rx_seq_known = true;
+	if (peer->rx_seq_known && seq_before(hd->seq, peer->rx_seq)) {
+		/* the order restored goes on from the later ones */
+		lane_late(ctx, peer, hd->seq);
+	} else {
+		peer->rx_seq = (uint16_t)(hd->seq + 1);
+		peer->rx_seq_known = true;
+	}
 	hd->held = false;
 	*f = hd->f;
 	return hd->chan;

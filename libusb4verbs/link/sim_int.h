@@ -40,8 +40,9 @@
 #include <usb4verbs/sim.h>
 
 #define SIM_MAGIC 0x31304d49534c3455ull /* "U4LSIM01" little endian */
-/* 2: the control-plane lock is a tid, not a mutex; 3: ring rate, lanes */
-#define SIM_VERSION 4u
+/* 2: the control-plane lock is a tid, not a mutex; 3: ring rate, lanes;
+ * 4: the cover lapses by itself; 5: counter lane_late */
+#define SIM_VERSION 5u
 #define SIM_PAGE 4096u
 #define SIM_CL 64
 #define SIM_LOOP_CHANNELS 64u  /* loopback channel slots per cable */

@@ -514,6 +514,7 @@ static const struct {
 	C(seq_naks_sent),    C(seq_naks_rcvd),	 C(dup_frames_rcvd),
 	C(crc_discards),     C(bad_frames),	 C(ooo_frames),
 	C(lanes_opened),     C(lanes_short),	 C(lane_waits),
+	C(lane_late),
 #undef C
 };
 _Static_assert(sizeof(counter_fields) / sizeof(counter_fields[0]) ==

@@ -101,6 +101,7 @@ struct u4l_counters {
 	uint64_t lanes_opened;	  /* lanes past the first, per context */
 	uint64_t lanes_short;	  /* a lane the ring rate wanted, not had */
 	uint64_t lane_waits;	  /* RX waited for a frame of another lane */
+	uint64_t lane_late;	  /* ... that came after the wait gave up */
 };
 
 /* Add n to a counter that other threads and processes read (the link's and
