@@ -665,7 +665,7 @@ void u4v_tx_bound(struct u4v_ctx *ctx, struct u4l_chan *chan);
  * least; while frames it gave up on turn up after all, up to the most.
  */
 #define U4V_LANE_WAIT_NS 50000ull
-#define U4V_LANE_WAIT_MAX_NS 800000ull
+#define U4V_LANE_WAIT_MAX_NS 200000ull
 /* What one ring pair moves, bytes/s; 0: the wire's, or nobody knows. */
 uint64_t u4v_ring_rate(const struct u4v_ctx *ctx);
 /* Nobody knows it (a kernel device): the lane meter measures. */
