@@ -113,6 +113,7 @@ struct u4v_peer {
 	uint64_t rx_wait_ns;	/* the lane wait in force (0: the least) */
 	uint16_t rx_gave_up;	/* the last sequence a wait gave up on ... */
 	bool rx_gave_up_open;	/* ... and it has not come since */
+	bool rx_msg_open;	/* a UC / UD message is part taken */
 	uint64_t tx_bytes; /* frame bytes handed to the TX rings (tx_lock) */
 	uint32_t lanes_want; /* lanes it takes (0: not yet decided) */
 	struct u4v_lane_meter meter; /* lanes.c: does another lane help? */

@@ -174,22 +174,30 @@ struct u4l_chan *u4v_lanes_tx_slot(struct u4v_peer *peer, uint8_t **buf,
 	return chan;
 }
 
+/* Does a UC / UD message go on after a frame with this opcode? */
+static bool msg_goes_on(uint8_t opcode)
+{
+	const struct u4w_opinfo *info;
+
+	if (U4W_TRANSPORT(opcode) == U4W_RC)
+		return false;
+	info = u4w_opinfo(opcode);
+	return info && !(info->flags & U4W_OPF_LAST);
+}
+
 /*
  * Does the lanes' turn move on after a frame with this opcode? RC recovers
  * its order whatever happens, so every frame takes the next lane. UC and
  * UD have no recovery: a frame that came after its successor (a lane wait
  * that timed out, under load) would cost the whole message, so their
- * messages stay on one lane, and so does whatever is sent meanwhile.
- * Caller holds tx_lock.
+ * messages stay on one lane, and so does whatever is sent meanwhile (the
+ * receiver waits longest for the rest of one). Caller holds tx_lock.
  */
 bool u4v_lanes_turn_ends(struct u4v_peer *peer, uint8_t opcode)
 {
-	const struct u4w_opinfo *info;
-
 	if (U4W_TRANSPORT(opcode) == U4W_RC)
 		return !peer->tx_msg_open;
-	info = u4w_opinfo(opcode);
-	peer->tx_msg_open = info && !(info->flags & U4W_OPF_LAST);
+	peer->tx_msg_open = msg_goes_on(opcode);
 	return !peer->tx_msg_open;
 }
 
@@ -305,7 +313,13 @@ static bool lane_wait(struct u4v_ctx *ctx, struct u4v_peer *peer,
 		peer->rx_wait_since = now;
 		u4l_count(&ctx->cnt->lane_waits, 1);
 	}
-	due = peer->rx_wait_since + lane_wait_ns(peer);
+	/*
+	 * The rest of a UC / UD message is on the lane its start came on, and
+	 * a frame of another taken before it would cost the whole message:
+	 * it is worth the longest wait.
+	 */
+	due = peer->rx_wait_since + (peer->rx_msg_open ? U4V_LANE_WAIT_MAX_NS :
+							 lane_wait_ns(peer));
 	if (now >= due) {
 		lane_gave_up(peer);
 		return false;
@@ -360,6 +374,9 @@ struct u4l_chan *u4v_lanes_rx_next(struct u4v_ctx *ctx, struct u4v_peer *peer,
 	} else {
 		peer->rx_seq = (uint16_t)(hd->seq + 1);
 		peer->rx_seq_known = true;
+		peer->rx_msg_open =
+		    hd->f.len >= U4W_BASE_LEN &&
+		    msg_goes_on(u4w_peek_opcode(hd->f.head));
 	}
 	hd->held = false;
 	*f = hd->f;

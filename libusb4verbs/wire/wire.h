@@ -147,6 +147,11 @@ static inline uint16_t u4w_lane_seq(const void *frame)
 }
 /* The payload length a header announces (header bytes only are read). */
 uint16_t u4w_peek_paylen(const void *frame);
+/* A frame's opcode, its first byte (not validated: u4w_decode does that). */
+static inline uint8_t u4w_peek_opcode(const void *frame)
+{
+	return *(const uint8_t *)frame;
+}
 /*
  * Decode and validate a received frame of len bytes. Returns 0 and fills hdr
  * (payload at frame + return of u4w_hdr_len) or a negative errno: EPROTO

@@ -6,7 +6,8 @@
  * no longer; a frame the wait gave up on that comes after all is passed on
  * without taking the order back (the later frames do not wait for it
  * again), and makes the next wait twice as long, up to the most; one that
- * never comes halves it again.
+ * never comes halves it again. While a UC / UD message is part taken, the
+ * wait for its rest is the longest.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@
 /* One lane: the lane sequences of the frames in its RX ring. */
 struct fake_lane {
 	uint16_t seq[QLEN];
+	uint8_t opcode[QLEN];
 	uint32_t n;
 	uint8_t head[U4W_BASE_LEN];
 };
@@ -36,6 +38,7 @@ static int fake_peek(struct u4l_chan *chan, struct u4l_rx_frame *f)
 	if (!l->n)
 		return 0;
 	memset(l->head, 0, sizeof(l->head));
+	l->head[0] = l->opcode[0];
 	u4w_set_lane_seq(l->head, l->seq[0]);
 	f->buf = f->head = l->head;
 	f->len = sizeof(l->head);
@@ -63,10 +66,19 @@ static void env_init(struct env *e)
 	e->peer.striped = true;
 }
 
+static void arrive_op(int lane, uint16_t seq, uint8_t opcode)
+{
+	struct fake_lane *l = &lanes[lane];
+
+	assert_true(l->n < QLEN);
+	l->opcode[l->n] = opcode;
+	l->seq[l->n++] = seq;
+}
+
+/* An RC frame (RC recovers its order). */
 static void arrive(int lane, uint16_t seq)
 {
-	assert_true(lanes[lane].n < QLEN);
-	lanes[lane].seq[lanes[lane].n++] = seq;
+	arrive_op(lane, seq, U4W_RC | U4W_WRITE_MIDDLE);
 }
 
 /* The frame rx_next gives, released from its lane; -1 when none. */
@@ -81,7 +93,8 @@ static int next(struct env *e)
 		return -1;
 	seq = u4w_lane_seq(f.head);
 	assert_int_equal(seq, l->seq[0]);
-	memmove(l->seq, l->seq + 1, --l->n * sizeof(l->seq[0]));
+	memmove(l->seq, l->seq + 1, (l->n - 1) * sizeof(l->seq[0]));
+	memmove(l->opcode, l->opcode + 1, --l->n);
 	return seq;
 }
 
@@ -187,12 +200,37 @@ static void test_wait_bounded(void **state)
 	assert_int_equal(e.cnt.lane_late, 6);
 }
 
+static void test_ud_message_waits_longest(void **state)
+{
+	struct env e;
+
+	(void)state;
+	env_init(&e);
+	arrive_op(0, 0, U4W_UD | U4W_SEND_FIRST);
+	assert_int_equal(next(&e), 0);
+	assert_true(e.peer.rx_msg_open);
+	/* its rest is late on lane 0: the longest wait, whatever it is now */
+	arrive(1, 2);
+	assert_int_equal(next_after_wait(&e, U4V_LANE_WAIT_MAX_NS), 2);
+	assert_false(e.peer.rx_msg_open);
+	/* a whole message closes it; the wait is the adaptive one again */
+	arrive_op(0, 3, U4W_UC | U4W_SEND_FIRST);
+	arrive_op(0, 4, U4W_UC | U4W_SEND_LAST);
+	assert_int_equal(next(&e), 3);
+	assert_true(e.peer.rx_msg_open);
+	assert_int_equal(next(&e), 4);
+	assert_false(e.peer.rx_msg_open);
+	arrive(1, 6);
+	assert_int_equal(next_after_wait(&e, U4V_LANE_WAIT_NS), 6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_in_order),
 		cmocka_unit_test(test_late_frame),
 		cmocka_unit_test(test_wait_bounded),
+		cmocka_unit_test(test_ud_message_waits_longest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
