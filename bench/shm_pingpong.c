@@ -17,6 +17,11 @@
  *             ib_write_lat sees, the ping-pong must last as long, so
  *             bench/run.sh passes ib_write_lat's typical.
  *
+ * Before the ITERS measured, both sides ping-pong for WARMUP_NS: two
+ * processes just forked start on one core, and until the scheduler has
+ * spread them every answer waits for a time slice; perftest's two sides
+ * have run for a while (connection set-up) before their first iteration.
+ *
  * Figures as perftest's print_report_lat: the initiator takes a timestamp
  * before each ping; the ITERS - 1 gaps between consecutive timestamps are
  * round trips; after sorting, the two largest are left out; of the rest
@@ -30,6 +35,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +49,10 @@
 #define TAIL_LEFT_OUT 2
 /* a side whose peer died stops spinning after this long (SIGALRM) */
 #define ALARM_S 120
+/* unmeasured ping-pongs first, for this long (see the top) */
+#define WARMUP_NS 200000000ull
+/* the initiator's last word: the target stops */
+#define STOP UINT64_MAX
 
 static _Atomic uint64_t *word; /* shared: 2i+1 = ping i, 2i+2 = pong i */
 static unsigned long iters = 1000;
@@ -50,34 +60,41 @@ static uint64_t pace_ns;
 
 /* Wait for *word == want, then for the pace, as a side that spins until
  * the other's write lands and then does its share of the work. */
-static void await(uint64_t want)
+static bool await(uint64_t want)
 {
-	uint64_t t0;
+	uint64_t t0, v;
 
-	while (atomic_load_explicit(word, memory_order_acquire) != want)
-		;
+	while ((v = atomic_load_explicit(word, memory_order_acquire)) != want)
+		if (v == STOP)
+			return false;
 	if (!pace_ns)
-		return;
+		return true;
 	t0 = u4vt_now_ns();
 	while (u4vt_now_ns() - t0 < pace_ns)
 		;
+	return true;
+}
+
+/* One ping-pong, number i, from the initiator's side. */
+static void ping(uint64_t i)
+{
+	atomic_store_explicit(word, 2 * i + 1, memory_order_release);
+	await(2 * i + 2);
 }
 
 /* The passive side: answer each ping, as ib_write_lat's server writes
  * back once it sees the client's write land. */
 static int target(int rfd, int wfd)
 {
-	unsigned long i;
+	uint64_t i;
 	char c = 'r';
 
 	(void)rfd;
 	alarm(ALARM_S);
 	if (write(wfd, &c, 1) != 1) /* spinning from here on */
 		return 1;
-	for (i = 0; i < iters; i++) {
-		await(2 * i + 1);
+	for (i = 0; await(2 * i + 1); i++)
 		atomic_store_explicit(word, 2 * i + 2, memory_order_release);
-	}
 	return 0;
 }
 
@@ -121,7 +138,7 @@ static void report(uint64_t *t)
  * tposted[] before each post. */
 static int initiator(int rfd, int wfd)
 {
-	uint64_t *t = calloc(iters, sizeof(*t));
+	uint64_t *t = calloc(iters, sizeof(*t)), t0, n = 0;
 	unsigned long i;
 	char c;
 
@@ -131,11 +148,13 @@ static int initiator(int rfd, int wfd)
 	alarm(ALARM_S);
 	if (read(rfd, &c, 1) != 1)
 		u4vt_die("the other process did not start");
-	for (i = 0; i < iters; i++) {
+	for (t0 = u4vt_now_ns(); u4vt_now_ns() - t0 < WARMUP_NS; n++)
+		ping(n);
+	for (i = 0; i < iters; i++, n++) {
 		t[i] = u4vt_now_ns();
-		atomic_store_explicit(word, 2 * i + 1, memory_order_release);
-		await(2 * i + 2);
+		ping(n);
 	}
+	atomic_store_explicit(word, STOP, memory_order_release);
 	alarm(0);
 	report(t);
 	free(t);
