@@ -4,8 +4,6 @@
  * coalesced ACKs, push QPs that waited for TX space, run retransmit timers.
  * The per-context thread that makes passes when nobody calls in: thread.c.
  */
-#include <errno.h>
-
 #include "ctx/progress.h"
 #include "engine_int.h"
 #include "wire/opcode.h"
