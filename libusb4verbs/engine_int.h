@@ -160,9 +160,11 @@ struct u4v_ctx {
 	atomic_bool rx_covered;	      /* link's rx_cover(): all, as last set */
 	_Atomic uint64_t cover_until; /* link's rx_cover(): until, as last set */
 	atomic_uint nap_seq;	      /* futex: ends the thread's nap */
+	_Atomic uint64_t thread_sleeps_until; /* its sleep's end (0: awake) */
 	atomic_int napping;
 	uint64_t next_timer_ns;	      /* earliest QP timer deadline */
 	uint64_t ack_hold_due;	      /* earliest held ACK's (0: none) */
+	atomic_uint acks_held;	      /* QPs whose ack_due is set */
 	uint64_t lane_wait_due;	      /* a lane wait's end (0: none) */
 	uint64_t spin_ns;	      /* thread polls this long after a frame */
 	/* last time an application armed a CQ (0: never); rarely written */
@@ -648,6 +650,8 @@ void u4v_resp_hole_check(struct u4v_qp *qp);
 uint64_t u4v_resp_timer(struct u4v_qp *qp, uint64_t now);
 /* qp.c: send an ACK held for the application's answer now */
 void u4v_qp_flush_held_ack(struct u4v_qp *qp);
+/* qp's ACK is held no more (it goes out, or the QP is reset). qp->lock. */
+void u4v_ack_hold_end(struct u4v_qp *qp);
 /* Is a receive WQE available (own RQ or SRQ)? (also UD's, ud.c) */
 bool u4v_rwqe_ready(struct u4v_qp *qp);
 /* qp/tx.c: framing onto the channel */

@@ -94,8 +94,18 @@ static void hold_ack(struct u4v_ctx *ctx, struct u4v_qp *qp,
 	if (!batch->hold)
 		return;
 	qp->ack_due = batch->now + ACK_HOLD_NS;
+	atomic_fetch_add_explicit(&ctx->acks_held, 1, memory_order_relaxed);
 	if (!ctx->ack_hold_due || ctx->ack_hold_due > qp->ack_due)
 		ctx->ack_hold_due = qp->ack_due;
+}
+
+void u4v_ack_hold_end(struct u4v_qp *qp)
+{
+	if (!qp->ack_due)
+		return;
+	qp->ack_due = 0;
+	atomic_fetch_sub_explicit(&qp->ctx->acks_held, 1,
+				  memory_order_relaxed);
 }
 
 /* Every frame's headers are in the private copy rx_peek gives (f->head). */
@@ -290,7 +300,7 @@ static void run_timers(struct u4v_ctx *ctx, uint64_t now)
 		if (nak && nak < next)
 			next = nak;
 		if (qp->ack_due && now >= qp->ack_due) {
-			qp->ack_due = 0;
+			u4v_ack_hold_end(qp);
 			u4v_resp_tx(qp);
 		}
 		if (qp->ack_due && (!next_ack || qp->ack_due < next_ack))

@@ -17,9 +17,16 @@
  * instead, woken by the peer's data frames only (the application takes its
  * ACKs itself) until that poll is 0.5 ms old: the link's cover says so
  * (rx_cover, see u4v_progress_cover), or, on a link without one, the
- * wait's flag; the thread looks again then.
+ * wait's flag; the thread looks again then (or later, LAPSE_MAX_NS).
  */
 #define APP_POLL_RECENT_NS 500000ull
+/*
+ * The thread looks for frames that came under the cover when it lapses;
+ * while the application polls on, each look that finds it did doubles the
+ * next one's distance from its last poll, up to this (thread.c,
+ * lapse_next).
+ */
+#define LAPSE_MAX_NS 8000000ull
 
 /* One pass; returns the frames taken. Caller holds progress_lock. */
 unsigned int u4v_progress_locked(struct u4v_ctx *ctx);

@@ -210,9 +210,9 @@ static void wire_nap(struct u4v_ctx *ctx, uint64_t ns, uint32_t seq)
  * link, whose senders then wake the thread again: nobody need end a cover.
  * The thread still looks when it lapses, for a frame that came under it
  * (the application stopped polling without a completion); finding that
- * the application polled since, it sleeps on without a pass. Polls come
- * every few microseconds: a cover of the same kind is pushed on every
- * COVER_STEP_NS.
+ * the application polled since, it sleeps on without a pass and looks
+ * later next time (lapse_next). Polls come every few microseconds: a
+ * cover of the same kind is pushed on every COVER_STEP_NS.
  */
 void u4v_progress_cover(struct u4v_ctx *ctx, bool on)
 {
@@ -232,19 +232,34 @@ void u4v_progress_cover(struct u4v_ctx *ctx, bool on)
 	atomic_store(&ctx->rx_covered, on);
 	atomic_store(&ctx->cover_until, until);
 	ctx->ops->rx_cover(ctx->link, until, on);
+	/*
+	 * A thread asleep since before the application polled would look for
+	 * frames under the cover too late (an idle context's sleeps are 50
+	 * ms): it looks again now. Dekker with thread_sleep().
+	 */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (until &&
+	    atomic_load(&ctx->thread_sleeps_until) > until + LAPSE_MAX_NS)
+		ctx->ops->kick(ctx->link);
 }
 
 /*
  * The thread sleeps on the link until deadline. While the application
  * polls, the peer's ACKs need not wake it: the link's cover says so, or,
  * without one, the wait's flag (until the deadline, which is then no later
- * than APP_POLL_RECENT_NS after that poll, see sleep_deadline).
+ * than APP_POLL_RECENT_NS after that poll, see sleep_deadline). polled_on:
+ * it polled since the thread last fell asleep, so the frames its cover
+ * covers, there already or on their way, are its own too.
  */
 static void thread_wait(struct u4v_ctx *ctx, uint64_t deadline,
-			bool app_recent)
+			bool app_recent, bool polled_on)
 {
-	uint32_t flags = app_recent && !ctx->ops->rx_cover ? U4L_WAIT_DATA : 0;
+	uint32_t flags = 0;
 
+	if (app_recent && !ctx->ops->rx_cover)
+		flags |= U4L_WAIT_DATA;
+	if (polled_on)
+		flags |= U4L_WAIT_COVERED;
 	ctx->ops->wait(ctx->link, deadline, flags);
 }
 
@@ -253,20 +268,30 @@ static void thread_wait(struct u4v_ctx *ctx, uint64_t deadline,
  * lately, at the next timer, at a held ACK's due time (unless the
  * application polls). An application that polls takes its ACKs itself:
  * only the peer's data (an RDMA WRITE it may spin on) needs a wake-up,
- * until that poll is old. *poll: the deadline is the timer poll's, or
- * the end of that poll's cover.
+ * until that poll is old. Its passes do the timer poll's work meanwhile:
+ * the thread looks `lapse` past that poll (lapse_next), for frames that
+ * came under its cover, and, if an ACK is held for its answer, no later
+ * than when that poll is old. *poll: the deadline is the timer poll's, or
+ * that look's.
  */
 static uint64_t sleep_deadline(const struct u4v_ctx *ctx, uint64_t now,
 			       uint64_t idle_for, uint64_t app, bool app_recent,
-			       bool *poll)
+			       uint64_t lapse, bool *poll)
 {
 	uint64_t deadline = now + (idle_for < IDLE_NS ? THREAD_POLL_NS :
 							 IDLE_POLL_NS);
-	uint64_t timer_poll = deadline;
+	uint64_t timer_poll;
 
-	/* frames under the cover, when it lapses (or, without one, to say so) */
-	if (app_recent && app + APP_POLL_RECENT_NS < deadline)
-		deadline = timer_poll = app + APP_POLL_RECENT_NS;
+	if (app_recent) {
+		deadline = app + lapse;
+		if (atomic_load_explicit(&ctx->acks_held,
+					 memory_order_relaxed) &&
+		    lapse > APP_POLL_RECENT_NS)
+			deadline = ctx->ack_hold_due > app + APP_POLL_RECENT_NS ?
+					   ctx->ack_hold_due :
+					   app + APP_POLL_RECENT_NS;
+	}
+	timer_poll = deadline;
 	if (ctx->next_timer_ns < deadline)
 		deadline = ctx->next_timer_ns;
 	if (!app_recent && ctx->ack_hold_due && ctx->ack_hold_due < deadline)
@@ -279,6 +304,7 @@ static uint64_t sleep_deadline(const struct u4v_ctx *ctx, uint64_t now,
 
 struct thread_state {
 	uint64_t last_frame, last_active;
+	uint64_t lapse;	/* see lapse_next() */
 	uint64_t slept;	/* when the last sleep began */
 	bool poll_due;	/* it ended at the timer poll's deadline */
 	bool ping_pong; /* the application polled for one send or nothing */
@@ -287,14 +313,20 @@ struct thread_state {
 
 /* Sleep on the link until the thread has something to do. */
 static void thread_sleep(struct u4v_ctx *ctx, struct thread_state *st,
-			 uint64_t now, uint64_t app, bool app_recent)
+			 uint64_t now, uint64_t app, bool app_recent,
+			 bool polled_on)
 {
 	bool poll;
 	uint64_t deadline = sleep_deadline(ctx, now, now - st->last_active,
-					   app, app_recent, &poll);
+					   app, app_recent, st->lapse, &poll);
 
 	st->slept = now;
-	thread_wait(ctx, deadline, app_recent);
+	atomic_store(&ctx->thread_sleeps_until, deadline);
+	/* a poll since `app` was read kicks us, or is seen here */
+	if (app_recent ||
+	    atomic_load(&ctx->app_poll_ns) + APP_POLL_RECENT_NS <= now)
+		thread_wait(ctx, deadline, app_recent, polled_on);
+	atomic_store(&ctx->thread_sleeps_until, 0);
 	st->poll_due = poll && u4v_now() >= deadline;
 }
 
@@ -312,6 +344,29 @@ static bool poll_done_by_app(const struct thread_state *st, uint64_t app,
 			     bool app_recent)
 {
 	return st->poll_due && st->ping_pong && app_recent && app >= st->slept;
+}
+
+/*
+ * The thread's look when an application's cover lapses is for one that
+ * stopped polling with a frame under it. A look that finds it polled on
+ * (poll_done_by_app) was a wake-up for nothing, and on a host whose cores
+ * all spin (ping-pong on 2 cores) it costs a round trip 15-50 us: it made
+ * most of ib_write_lat's 99th percentile, one iteration every 250 us. So
+ * each such look doubles the next one's distance from the last poll, up
+ * to LAPSE_MAX_NS; one that finds it stopped starts again at the cover's
+ * own APP_POLL_RECENT_NS. The cover still lapses on time in the link
+ * (frames that come later wake the thread): only a frame that came under
+ * it waits for the look, and an RC peer's probe ends that wait sooner. On
+ * a link without a cover the look ends the wait's data-only flag: it stays
+ * at APP_POLL_RECENT_NS.
+ */
+static void lapse_next(struct u4v_ctx *ctx, struct thread_state *st,
+		       bool polled_on)
+{
+	if (!polled_on || !ctx->ops->rx_cover)
+		st->lapse = APP_POLL_RECENT_NS;
+	else if (st->lapse < LAPSE_MAX_NS)
+		st->lapse *= 2;
 }
 
 /*
@@ -351,7 +406,9 @@ static bool lock_or_nap(struct u4v_ctx *ctx, struct thread_state *st,
 static void *progress_thread(void *arg)
 {
 	struct u4v_ctx *ctx = arg;
-	struct thread_state st = {0};
+	/* a context is active when its first QP starts the thread */
+	struct thread_state st = { .last_active = u4v_now(),
+				   .lapse = APP_POLL_RECENT_NS };
 
 	/* timed waits should end on time, not 50 us late */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -368,9 +425,12 @@ static void *progress_thread(void *arg)
 
 		u4v_lanes_grow(ctx); /* what the last passes' meters asked */
 
+		if (st.poll_due)
+			lapse_next(ctx, &st,
+				   poll_done_by_app(&st, app, app_recent));
 		if (poll_done_by_app(&st, app, app_recent)) {
 			st.last_active = now;
-			thread_sleep(ctx, &st, now, app, true);
+			thread_sleep(ctx, &st, now, app, true, true);
 			continue;
 		}
 		st.poll_due = false;
@@ -407,7 +467,7 @@ static void *progress_thread(void *arg)
 					     memory_order_relaxed) ||
 		    app_recent || atomic_load(&ctx->held_qps))
 			st.last_active = now;
-		thread_sleep(ctx, &st, now, app, app_recent);
+		thread_sleep(ctx, &st, now, app, app_recent, false);
 	}
 	return NULL;
 }

@@ -402,6 +402,9 @@ static void sim_wait(struct u4l_dev *d, uint64_t deadline_ns, uint32_t flags)
 	struct sim_ctx_slot *x = &s->ctx[dev->id];
 	uint64_t now = u4l_now_ns(), next = deadline_ns;
 	bool ready = false, ctrl = !(flags & U4L_WAIT_DATA);
+	/* frames under the cover are the polling application's */
+	bool rx = !(flags & U4L_WAIT_COVERED) ||
+		  !sim_cover_until(&x->cover_all_until, now);
 
 	if (__atomic_exchange_n(&dev->kicked, 0, __ATOMIC_ACQ_REL) ||
 	    now >= deadline_ns)
@@ -417,7 +420,7 @@ static void sim_wait(struct u4l_dev *d, uint64_t deadline_ns, uint32_t flags)
 	for (uint32_t i = 0; i < SIM_HANDLES && !ready; i++) {
 		struct sim_chan_h *h =
 		    __atomic_load_n(&dev->handles[i], __ATOMIC_ACQUIRE);
-		if (h && sim_chan_ready(h, now, &next))
+		if (h && sim_chan_ready(h, now, &next, rx))
 			ready = true;
 	}
 
@@ -459,7 +462,8 @@ static void sim_rx_cover(struct u4l_dev *d, uint64_t until, bool all)
 		    __atomic_load_n(&dev->handles[i], __ATOMIC_ACQUIRE);
 
 		if (h &&
-		    (sim_chan_ready(h, now, &next) || next != UINT64_MAX)) {
+		    (sim_chan_ready(h, now, &next, true) ||
+		     next != UINT64_MAX)) {
 			sim_wake_ctx(s, dev->id);
 			return;
 		}

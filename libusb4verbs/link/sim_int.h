@@ -341,8 +341,12 @@ void sim_chan_init_rings(const struct sim_map *m, uint32_t idx);
 bool sim_chan_dead(struct sim_chan_h *h);
 /* Dead, or the peer has left: nothing can be sent on it. */
 bool sim_chan_tx_dead(struct sim_chan_h *h);
-/* For wait(): ready now (true), else *next = earliest future event (ns). */
-bool sim_chan_ready(struct sim_chan_h *h, uint64_t now, uint64_t *next);
+/*
+ * For wait(): ready now (true), else *next = earliest future event (ns).
+ * rx: the frames it receives count (else only its TX side's events).
+ */
+bool sim_chan_ready(struct sim_chan_h *h, uint64_t now, uint64_t *next,
+		    bool rx);
 void sim_wake_ctx(struct sim_seg *s, uint32_t ctx);
 
 /* sim_seg.c: deterministic per-direction PRNG (splitmix64) */

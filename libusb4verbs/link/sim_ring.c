@@ -281,14 +281,15 @@ void sim_wire_due(struct u4l_chan *chan, uint64_t *rx, uint64_t *tx)
 	}
 }
 
-bool sim_chan_ready(struct sim_chan_h *h, uint64_t now, uint64_t *next)
+bool sim_chan_ready(struct sim_chan_h *h, uint64_t now, uint64_t *next,
+		    bool rx)
 {
 	if (sim_chan_dead(h))
 		return false;
 	struct sim_ring *r = &h->ring[h->rxd];
 	uint32_t j = __atomic_load_n(&h->rx_cons, __ATOMIC_RELAXED) & h->mask;
 	uint32_t w = __atomic_load_n(&r->rx_desc[j].w, __ATOMIC_ACQUIRE);
-	if (sim_d_flags(w) & SIM_DF_COMPLETED) {
+	if (rx && (sim_d_flags(w) & SIM_DF_COMPLETED)) {
 		const struct sim_meta *m = &r->rx_meta[j];
 		uint64_t arr = SIM_ONCE(m->arrival_ns);
 		/* A stranded frame at the head does not end a sleep. */

@@ -196,7 +196,7 @@ void u4v_qp_flush_held_ack(struct u4v_qp *qp)
 {
 	pthread_mutex_lock(&qp->lock);
 	if (qp->ack_due) {
-		qp->ack_due = 0;
+		u4v_ack_hold_end(qp);
 		u4v_resp_tx(qp);
 	}
 	pthread_mutex_unlock(&qp->lock);
@@ -314,7 +314,7 @@ static void reset_state(struct u4v_qp *qp)
 	qp->rd_pending = 0;
 	u4v_holes_reset(&qp->rd_holes);
 	qp->ack_pending = false;
-	qp->ack_due = 0;
+	u4v_ack_hold_end(qp);
 	u4v_resp_filled(qp);
 	qp->wr_ahead.valid = false;
 	qp->pending_nak = 0;

@@ -203,7 +203,7 @@ static bool resp_tx_locked(struct u4v_qp *qp)
 		if (!emit_aeth(qp, U4W_ACK, U4W_AETH_ACK, ackable_psn(qp), 0))
 			return false;
 		qp->ack_pending = false;
-		qp->ack_due = 0;
+		u4v_ack_hold_end(qp);
 		qp->unacked = 0;
 	}
 	return true;

@@ -50,6 +50,12 @@ enum u4l_wait_flags {
 	 * A hint: a backend may end the sleep for them anyway.
 	 */
 	U4L_WAIT_DATA = 1u << 0,
+	/*
+	 * The application polls on under its cover (rx_cover(all)): frames
+	 * it covers, there already or on their way, are its polls' and do
+	 * not end the sleep either. A hint, as above.
+	 */
+	U4L_WAIT_COVERED = 1u << 1,
 };
 
 struct u4l_dev;
