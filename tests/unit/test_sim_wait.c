@@ -2,7 +2,8 @@
 /*
  * The software cable's wait and kick: what ends a sleep (a frame, a kick, a
  * new channel, a freed TX slot) and what does not (RX under an application's
- * cover, CTRL frames under U4L_WAIT_DATA), and how a cover ends.
+ * cover, CTRL frames under U4L_WAIT_DATA, covered frames under
+ * U4L_WAIT_COVERED), and how a cover ends.
  */
 #define _GNU_SOURCE
 #include "sim_test.h"
@@ -209,6 +210,40 @@ static void test_rx_cover_lapse(void **state)
 }
 
 /*
+ * U4L_WAIT_COVERED: while the application's cover of every frame is in
+ * force, a frame already there is its polls' and does not end the sleep
+ * (without the flag it does, at once); under a cover of ACK / NAK only, or
+ * once the cover has lapsed, it ends the sleep at once as before.
+ */
+static void test_wait_covered(void **state)
+{
+	const char *n = make_cable("wcovered", NULL, NULL);
+	struct u4l_dev *a, *b;
+	struct u4l_chan *ca, *cb;
+	uint64_t until;
+
+	pair(n, &a, &b, &ca, &cb);
+	assert_true(send1(a, ca, 1, U4L_PDF_DATA, true));
+	until = u4l_now_ns() + 900000000ull;
+	b->ops->rx_cover(b, until, true);
+	assert_true(timed_wait(b, 300000000ull, U4L_WAIT_COVERED) >=
+		    290000000ull);
+	assert_true(timed_wait(b, 5000000000ull, 0) < 1000000000ull);
+	b->ops->rx_cover(b, until, false);
+	assert_true(timed_wait(b, 5000000000ull, U4L_WAIT_COVERED) <
+		    1000000000ull);
+	until = u4l_now_ns() + 100000000ull;
+	b->ops->rx_cover(b, until, true);
+	while (u4l_now_ns() <= until)
+		usleep(10000);
+	assert_true(timed_wait(b, 5000000000ull, U4L_WAIT_COVERED) <
+		    1000000000ull);
+	take1(b, cb);
+	a->ops->close(a);
+	b->ops->close(b);
+}
+
+/*
  * TX slots are reaped lazily, so a ring nobody waits on can look full: that
  * does not end a sleep. A sender that found no slot is woken when one
  * frees.
@@ -279,6 +314,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_wait_data, cleanup),
 	    cmocka_unit_test_teardown(test_rx_covered, cleanup),
 	    cmocka_unit_test_teardown(test_rx_cover_lapse, cleanup),
+	    cmocka_unit_test_teardown(test_wait_covered, cleanup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
