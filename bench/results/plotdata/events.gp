@@ -4,7 +4,7 @@ set key below
 set grid
 set bmargin 6
 set tmargin 4
-set label 99 "usb4verbs dbfc9b2257e4+dirty | full | 2 CPUs AMD EPYC | kernel 6.18.44-fc-v1147 | cable 20 Gb/s" at screen 0.01,0.975 font "sans,7"
+set label 99 "usb4verbs f69b53183c80+dirty | full | 2 CPUs AMD EPYC | kernel 6.18.44-fc-v1147 | cable 20 Gb/s" at screen 0.01,0.975 font "sans,7"
 set title "Poll vs event mode (64 KiB, RC) (median, bars = min..max; label = machine busy cores)"
 set style fill solid 0.5
 set boxwidth 0.6

@@ -4,7 +4,7 @@ set key below
 set grid
 set bmargin 6
 set tmargin 4
-set label 99 "usb4verbs dbfc9b2257e4+dirty | full | 2 CPUs AMD EPYC | kernel 6.18.44-fc-v1147 | cable 20 Gb/s" at screen 0.01,0.975 font "sans,7"
+set label 99 "usb4verbs f69b53183c80+dirty | full | 2 CPUs AMD EPYC | kernel 6.18.44-fc-v1147 | cable 20 Gb/s" at screen 0.01,0.975 font "sans,7"
 set title "Latency vs message size (one-way, perftest typical; median of reps, bars = min..max)"
 set logscale xy
 set format x '%.0s%cB'
