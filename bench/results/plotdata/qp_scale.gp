@@ -1,10 +1,10 @@
 set terminal pngcairo noenhanced size 1000,650 font "sans,10"
-set output "/work/wt/bench2/bench/results/qp_scale.png"
+set output "bench/results/qp_scale.png"
 set key below
 set grid
 set bmargin 6
 set tmargin 4
-set label 99 "usb4verbs f69b53183c80+dirty | full | 2 CPUs AMD EPYC | kernel 6.18.44-fc-v1147 | cable 20 Gb/s" at screen 0.01,0.975 font "sans,7"
+set label 99 "usb4verbs 1974e0210a67 | full | 2 CPUs AMD EPYC | kernel 6.18.44-fc-v1147 | cable 20 Gb/s" at screen 0.01,0.975 font "sans,7"
 set title "Aggregate RC WRITE bandwidth vs QP count (64 KiB; median, bars = min..max)"
 set logscale x 2
 set xtics (1,2,4,8,16)
@@ -16,4 +16,4 @@ set y2range [0:1.15]
 set y2tics 0.1 nomirror
 set ytics nomirror
 set y2label "efficiency = goodput / payload capacity"
-plot '/work/wt/bench2/bench/results/plotdata/qp_scale.dat' index 0 u 1:3:2:4 w yerrorlines lw 2 t 'one process (perftest -q N)', '/work/wt/bench2/bench/results/plotdata/qp_scale.dat' index 1 u 1:3:2:4 w yerrorlines lw 2 t 'two perftest pairs at once (N/2 QPs each)', 19.9209 w l lw 2 dt 2 lc rgb 'black' t 'payload capacity 19.92 Gb/s (20 Gb/s x 4032/4048)'
+plot 'bench/results/plotdata/qp_scale.dat' index 0 u 1:3:2:4 w yerrorlines lw 2 t 'one process (perftest -q N)', 'bench/results/plotdata/qp_scale.dat' index 1 u 1:3:2:4 w yerrorlines lw 2 t 'two perftest pairs at once (N/2 QPs each)', 19.9209 w l lw 2 dt 2 lc rgb 'black' t 'payload capacity 19.92 Gb/s (20 Gb/s x 4032/4048)'
