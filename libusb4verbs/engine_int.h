@@ -651,7 +651,14 @@ uint64_t u4v_resp_timer(struct u4v_qp *qp, uint64_t now);
 /* qp.c: send an ACK held for the application's answer now */
 void u4v_qp_flush_held_ack(struct u4v_qp *qp);
 /* qp's ACK is held no more (it goes out, or the QP is reset). qp->lock. */
-void u4v_ack_hold_end(struct u4v_qp *qp);
+static inline void u4v_ack_hold_end(struct u4v_qp *qp)
+{
+	if (!qp->ack_due)
+		return;
+	qp->ack_due = 0;
+	atomic_fetch_sub_explicit(&qp->ctx->acks_held, 1,
+				  memory_order_relaxed);
+}
 /* Is a receive WQE available (own RQ or SRQ)? (also UD's, ud.c) */
 bool u4v_rwqe_ready(struct u4v_qp *qp);
 /* qp/tx.c: framing onto the channel */

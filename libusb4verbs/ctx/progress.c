@@ -99,15 +99,6 @@ static void hold_ack(struct u4v_ctx *ctx, struct u4v_qp *qp,
 		ctx->ack_hold_due = qp->ack_due;
 }
 
-void u4v_ack_hold_end(struct u4v_qp *qp)
-{
-	if (!qp->ack_due)
-		return;
-	qp->ack_due = 0;
-	atomic_fetch_sub_explicit(&qp->ctx->acks_held, 1,
-				  memory_order_relaxed);
-}
-
 /* Every frame's headers are in the private copy rx_peek gives (f->head). */
 _Static_assert(U4W_HDR_MAX <= U4L_RX_HEAD, "headers beyond U4L_RX_HEAD");
 

@@ -216,30 +216,32 @@ static void wire_nap(struct u4v_ctx *ctx, uint64_t ns, uint32_t seq)
  */
 void u4v_progress_cover(struct u4v_ctx *ctx, bool on)
 {
-	uint64_t until;
+	uint64_t until, old;
 
 	if (!ctx->ops->rx_cover)
 		return;
 	until = atomic_load_explicit(&ctx->app_poll_ns, memory_order_relaxed);
 	if (until)
 		until += APP_POLL_RECENT_NS;
+	old = atomic_load_explicit(&ctx->cover_until, memory_order_relaxed);
 	if (atomic_load_explicit(&ctx->rx_covered, memory_order_relaxed) ==
 		on &&
-	    until < atomic_load_explicit(&ctx->cover_until,
-					 memory_order_relaxed) +
-			COVER_STEP_NS)
+	    until < old + COVER_STEP_NS)
 		return;
 	atomic_store(&ctx->rx_covered, on);
 	atomic_store(&ctx->cover_until, until);
 	ctx->ops->rx_cover(ctx->link, until, on);
 	/*
-	 * A thread asleep since before the application polled would look for
-	 * frames under the cover too late (an idle context's sleeps are 50
-	 * ms): it looks again now. Dekker with thread_sleep().
+	 * A polling spell begins (the last cover ended before this poll): a
+	 * thread asleep since before it would look for frames under the
+	 * cover too late (an idle context's sleeps are 50 ms): it looks
+	 * again now. Dekker with thread_sleep(). Within a spell the thread's
+	 * sleeps were chosen for it: no fence on the poll path.
 	 */
+	if (!until || old + APP_POLL_RECENT_NS > until)
+		return;
 	atomic_thread_fence(memory_order_seq_cst);
-	if (until &&
-	    atomic_load(&ctx->thread_sleeps_until) > until + LAPSE_MAX_NS)
+	if (atomic_load(&ctx->thread_sleeps_until) > until + LAPSE_MAX_NS)
 		ctx->ops->kick(ctx->link);
 }
 
